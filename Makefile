@@ -1,0 +1,37 @@
+# The two set-up commands are `make demo` and `make test`; both start from nothing.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export DAGSTER_HOME := $(CURDIR)/dagster_home
+
+.PHONY: install jars demo test lint dev clean
+
+$(BIN)/lake: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(BIN)/lake
+
+install: $(BIN)/lake
+
+# Check Java and fetch Delta Lake's jars (cached after the first time).
+jars: install
+	$(BIN)/lake setup
+
+# The seed's table flow, end to end, against dagster_home/lake (shown by `make dev` afterwards).
+demo: jars
+	$(BIN)/lake sql -f demo/tables.sql
+
+test: jars lint
+	$(BIN)/pytest
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+# Dagster UI and daemon on http://localhost:3000.
+dev: jars
+	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+
+clean:
+	rm -rf $(VENV) dagster_home/lake dagster_home/storage dagster_home/history dagster_home/logs

@@ -1,0 +1,1 @@
+"""Lakehouse objects (volumes, pipes, tables, streams, dynamic tables) as Dagster definitions."""

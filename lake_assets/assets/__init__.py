@@ -1,0 +1,1 @@
+"""Factories that turn catalog entries into Dagster asset definitions."""

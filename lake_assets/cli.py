@@ -1,0 +1,108 @@
+"""The `lake` command: run the seed dialect's SQL from a string or a file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from lake_assets.engine.session import LakeSession
+from lake_assets.output import FORMATS, write_result
+from lake_assets.sql.parser import StatementError
+from resources.catalog import Catalog
+from resources.errors import LakeError
+from resources.jvm import check_java, fetch_delta_jars
+from resources.settings import LakeSettings
+from resources.spark import DeltaSparkResource
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lake", description="A self-driving lakehouse on Dagster, Spark and Delta Lake."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    sql = commands.add_parser("sql", help="run SQL statements (';'-separated, '--' comments)")
+    source = sql.add_mutually_exclusive_group(required=True)
+    source.add_argument("-e", "--execute", metavar="SQL", help="the statements to run")
+    source.add_argument(
+        "-f", "--file", metavar="FILE", type=Path, help="a script to run ('-' reads stdin)"
+    )
+    sql.add_argument(
+        "--format", choices=FORMATS, default="table", help="output format (default: table)"
+    )
+    sql.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
+    setup = commands.add_parser("setup", help="check Java and fetch Delta Lake's jars once")
+    setup.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
+    return parser
+
+
+def _read_script(args: argparse.Namespace) -> str:
+    if args.execute is not None:
+        return args.execute
+    if str(args.file) == "-":
+        return sys.stdin.read()
+    try:
+        return args.file.read_text(encoding="utf-8")
+    except OSError as error:
+        raise LakeError(
+            f"cannot read {args.file}: {error.strerror}", "check the file's path"
+        ) from None
+
+
+def _session(settings: LakeSettings) -> LakeSession:
+    """The JVM's own console chatter goes to a log file; the terminal shows results and errors."""
+    resource = DeltaSparkResource.from_settings(
+        settings, console_log=str(settings.log_dir / "spark-console.log")
+    )
+    return LakeSession(
+        Catalog(settings.catalog_path), settings.warehouse, lambda: resource.spark_session
+    )
+
+
+def run_sql(args: argparse.Namespace) -> int:
+    try:
+        session = _session(LakeSettings.from_env())
+        for result in session.run(_read_script(args)):
+            write_result(result, args.format, sys.stdout)
+    except StatementError as error:
+        return _fail(f"statement {error.number}: {error}", args.debug)
+    except LakeError as error:
+        return _fail(str(error), args.debug)
+    except Exception as error:
+        return _fail(
+            f"unexpected {type(error).__name__}: {error} — run again with --debug and report it",
+            args.debug,
+        )
+    return 0
+
+
+def run_setup(args: argparse.Namespace) -> int:
+    try:
+        settings = LakeSettings.from_env()
+        check_java()
+        jars = fetch_delta_jars(settings.jars_dir)
+    except LakeError as error:
+        return _fail(str(error), args.debug)
+    print(f"Java found; {len(jars)} Delta Lake jars cached under {settings.jars_dir}")
+    return 0
+
+
+def _fail(message: str, debug: bool) -> int:
+    if debug:
+        traceback.print_exc()
+    print(f"error: {message}", file=sys.stderr)
+    return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return run_setup(args) if args.command == "setup" else run_sql(args)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

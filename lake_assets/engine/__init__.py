@@ -1,0 +1,1 @@
+"""Executes parsed statements on Spark + Delta, keeping the catalog in step."""

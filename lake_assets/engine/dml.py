@@ -1,0 +1,40 @@
+"""INSERT, UPDATE, DELETE and MERGE: one Delta commit each, found again by its commit tag."""
+
+from __future__ import annotations
+
+import uuid
+
+from pyspark.sql import SparkSession
+
+from lake_assets.engine.delta import COMMIT_TAG_CONF, history, row_changes, row_count
+from lake_assets.engine.results import Result
+from lake_assets.sql.statements import Dml
+from resources.catalog import Catalog
+
+# A commit is looked for among this many newest ones (other writers may have committed since).
+_HISTORY_WINDOW = 50
+
+
+def run_dml(spark: SparkSession, catalog: Catalog, stmt: Dml, bound_sql: str) -> Result:
+    """Run a bound DML statement and record the table's new version and row count."""
+    target = catalog.table(stmt.target)
+    tag = f"lake-statement-{uuid.uuid4().hex}"
+    spark.conf.set(COMMIT_TAG_CONF, tag)
+    try:
+        spark.sql(bound_sql).collect()
+    finally:
+        spark.conf.unset(COMMIT_TAG_CONF)
+    commit = next(
+        (c for c in history(spark, target.location, _HISTORY_WINDOW) if c["userMetadata"] == tag),
+        None,
+    )
+    if commit is None:
+        return Result.status(f"{stmt.operation}: no change to {stmt.target}")
+    version = commit["version"]
+    rows = row_count(spark, target.location, version)
+    catalog.record_table_state(stmt.target, version, rows)
+    inserted, updated, deleted = row_changes(commit["operation"], commit["operationMetrics"])
+    return Result.status(
+        f"{stmt.operation}: {inserted} inserted, {updated} updated, {deleted} deleted; "
+        f"{stmt.target} is at version {version} with {rows} rows"
+    )

@@ -1,0 +1,138 @@
+"""Table DDL and metadata statements: CREATE, DROP, ALTER … SET PROPERTIES, DESC, SHOW, HISTORY."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from lake_assets.engine.delta import delta_ref, history, quote_name, row_changes, sql_string
+from lake_assets.engine.results import Result
+from lake_assets.sql.statements import (
+    AlterTableProperties,
+    CreateTable,
+    DescribeHistory,
+    DescribeTable,
+    DropTable,
+)
+from resources.catalog import Catalog, TableEntry, unknown_table
+from resources.errors import LakeError
+
+# Seed table properties and the Delta properties they map to.
+_DELTA_PROPERTIES = {"change_tracking": "delta.enableChangeDataFeed"}
+_BOOLEAN_VALUES = ("true", "false")
+
+
+def _delta_properties(properties: dict[str, str]) -> dict[str, str]:
+    mapped: dict[str, str] = {}
+    for key, value in properties.items():
+        if key not in _DELTA_PROPERTIES:
+            raise LakeError(
+                f"unknown table property '{key}'",
+                f"use one of: {', '.join(sorted(_DELTA_PROPERTIES))}",
+            )
+        if value.lower() not in _BOOLEAN_VALUES:
+            raise LakeError(
+                f"property '{key}' must be 'true' or 'false', not '{value}'", "fix the value"
+            )
+        mapped[_DELTA_PROPERTIES[key]] = value.lower()
+    return mapped
+
+
+def create_table(
+    spark: SparkSession, catalog: Catalog, warehouse: Path, stmt: CreateTable
+) -> Result:
+    if catalog.find_table(stmt.name) is not None:
+        if stmt.if_not_exists:
+            return Result.status(f"table {stmt.name} already exists; nothing to do")
+        raise LakeError(
+            f"table {stmt.name} already exists",
+            "use CREATE TABLE IF NOT EXISTS, pick another name, or DROP it first",
+        )
+    # A fresh directory per table: a dropped table's files can never leak into a new one.
+    location = str(warehouse / f"{stmt.name}-{uuid.uuid4().hex[:12]}")
+    columns = ", ".join(
+        f"{quote_name(column.name)} {column.type}"
+        + (f" COMMENT {sql_string(column.comment)}" if column.comment else "")
+        for column in stmt.columns
+    )
+    comment = f" COMMENT {sql_string(stmt.comment)}" if stmt.comment else ""
+    spark.sql(f"CREATE TABLE {delta_ref(location)} ({columns}) USING delta{comment}")
+    entry = TableEntry(stmt.name, location, stmt.columns, stmt.comment)
+    try:
+        catalog.add_table(entry)
+    except LakeError:
+        _remove_files(location)
+        raise
+    catalog.record_table_state(stmt.name, 0, 0)
+    return Result.status(f"created table {stmt.name}")
+
+
+def drop_table(catalog: Catalog, stmt: DropTable) -> Result:
+    entry = catalog.remove_table(stmt.name)
+    if entry is None:
+        if stmt.if_exists:
+            return Result.status(f"table {stmt.name} does not exist; nothing to do")
+        raise unknown_table(stmt.name)
+    _remove_files(entry.location)
+    return Result.status(f"dropped table {stmt.name}")
+
+
+def _remove_files(location: str) -> None:
+    """Delete a table's files when they are on the local filesystem."""
+    if "://" not in location:
+        shutil.rmtree(location, ignore_errors=True)
+
+
+def alter_properties(spark: SparkSession, catalog: Catalog, stmt: AlterTableProperties) -> Result:
+    entry = catalog.table(stmt.name)
+    delta = _delta_properties(stmt.properties)
+    assignments = ", ".join(
+        f"{sql_string(key)} = {sql_string(value)}" for key, value in delta.items()
+    )
+    spark.sql(f"ALTER TABLE {delta_ref(entry.location)} SET TBLPROPERTIES ({assignments})")
+    catalog.set_table_properties(
+        stmt.name, {key: value.lower() for key, value in stmt.properties.items()}
+    )
+    return Result.status(f"altered table {stmt.name}")
+
+
+def describe_table(catalog: Catalog, stmt: DescribeTable) -> Result:
+    entry = catalog.table(stmt.name)
+    return Result(
+        ["column_name", "data_type", "comment"],
+        [(column.name, column.type, column.comment) for column in entry.columns],
+    )
+
+
+def show_tables(catalog: Catalog) -> Result:
+    return Result(
+        ["name", "kind", "change_tracking", "rows", "version", "comment", "created_at"],
+        [
+            (e.name, "TABLE", e.change_tracking, e.row_count, e.version, e.comment, e.created_at)
+            for e in catalog.tables()
+        ],
+    )
+
+
+def describe_history(spark: SparkSession, catalog: Catalog, stmt: DescribeHistory) -> Result:
+    entry = catalog.table(stmt.name)
+    return Result(
+        ["version", "timestamp", "operation", "rows_inserted", "rows_updated", "rows_deleted"],
+        [
+            (
+                commit["version"],
+                commit["timestamp"],
+                commit["operation"],
+                *row_changes(commit["operation"], commit["operationMetrics"]),
+            )
+            for commit in history(spark, entry.location)
+        ],
+    )
+
+
+def table_locations(entries: list[TableEntry]) -> dict[str, str]:
+    """Location → name, so errors can say the table's name instead of its path."""
+    return {entry.location: entry.name for entry in entries}

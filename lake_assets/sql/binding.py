@@ -1,0 +1,58 @@
+"""Bind the table names in a Spark SQL statement to the Delta locations the catalog holds."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlglot import exp
+
+from resources.errors import LakeError
+
+
+def _cte_names(expression: exp.Expression) -> set[str]:
+    return {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
+
+
+def _insert_target(expression: exp.Expression) -> exp.Table | None:
+    if not isinstance(expression, exp.Insert):
+        return None
+    target = expression.this
+    return target.this if isinstance(target, exp.Schema) else target
+
+
+def _table_references(expression: exp.Expression) -> list[exp.Table]:
+    ctes = _cte_names(expression)
+    references = []
+    for table in expression.find_all(exp.Table):
+        if not isinstance(table.this, exp.Identifier):
+            continue
+        if table.db or table.catalog:
+            raise LakeError(
+                f"'{table.sql(dialect='spark')}' names a schema, and schemas are not supported yet",
+                "use the table's bare name: every object lives in one schema",
+            )
+        if table.name.lower() not in ctes:
+            references.append(table)
+    return references
+
+
+def referenced_tables(expression: exp.Expression) -> list[str]:
+    """Names of the catalog relations a statement reads or writes, in order of appearance."""
+    names: list[str] = []
+    for table in _table_references(expression):
+        if table.name.lower() not in names:
+            names.append(table.name.lower())
+    return names
+
+
+def bind_tables(expression: exp.Expression, locate: Callable[[str], str]) -> str:
+    """Spark SQL text with each table replaced by delta.`location`, aliased by its own name."""
+    bound = expression.copy()
+    insert_target = _insert_target(bound)
+    for table in _table_references(bound):
+        name = table.name.lower()
+        table.set("this", exp.to_identifier(locate(name), quoted=True))
+        table.set("db", exp.to_identifier("delta"))
+        if table is not insert_target and not table.alias:
+            table.set("alias", exp.TableAlias(this=exp.to_identifier(name)))
+    return bound.sql(dialect="spark")

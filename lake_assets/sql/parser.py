@@ -1,0 +1,218 @@
+"""Parse a script of the seed's dialect: our own DDL forms, and Spark SQL through sqlglot."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+from sqlglot.tokens import Token, TokenType
+
+from lake_assets.sql.statements import (
+    AlterTableProperties,
+    CreateTable,
+    DescribeHistory,
+    DescribeTable,
+    Dml,
+    DropTable,
+    Query,
+    ShowTables,
+    Statement,
+)
+from lake_assets.sql.tokens import TokenCursor, tokenize
+from lake_assets.sql.types import parse_column_type
+from resources.catalog import Column
+from resources.errors import LakeError
+
+CREATE_TABLE = "CREATE TABLE [IF NOT EXISTS] name (col TYPE [COMMENT '…'], …) [COMMENT '…']"
+DROP_TABLE = "DROP TABLE [IF EXISTS] name"
+ALTER_TABLE = "ALTER TABLE name SET PROPERTIES ('change_tracking' = 'true')"
+DESCRIBE = "DESC [TABLE] name | DESC HISTORY name"
+SHOW = "SHOW TABLES"
+
+_SPARK_STATEMENTS = {"SELECT", "WITH", "INSERT", "UPDATE", "DELETE", "MERGE"}
+
+
+def split_statements(text: str) -> list[str]:
+    """Split a script on top-level semicolons; comment-only pieces are dropped."""
+    statements: list[str] = []
+    start = 0
+    has_tokens = False
+    for token in tokenize(text):
+        if token.token_type == TokenType.SEMICOLON:
+            if has_tokens:
+                statements.append(text[start : token.start].strip())
+            start, has_tokens = token.end + 1, False
+        else:
+            has_tokens = True
+    if has_tokens:
+        statements.append(text[start:].strip())
+    return statements
+
+
+def parse_script(text: str) -> list[Statement]:
+    """Parse every statement before any runs, so a typo in the last one stops the whole script."""
+    parsed: list[Statement] = []
+    for number, statement in enumerate(split_statements(text), start=1):
+        try:
+            parsed.append(parse_statement(statement))
+        except LakeError as error:
+            raise StatementError(number, error) from error
+    return parsed
+
+
+class StatementError(LakeError):
+    """A LakeError that knows which statement of the script it came from."""
+
+    def __init__(self, number: int, error: LakeError) -> None:
+        super().__init__(error.what, error.fix)
+        self.number = number
+
+
+def parse_statement(text: str) -> Statement:
+    tokens = tokenize(text)
+    cursor = TokenCursor(tokens)
+    first = cursor.word()
+    parse = _DDL_PARSERS.get(first)
+    if parse is not None:
+        return parse(cursor)
+    if first in _SPARK_STATEMENTS or (tokens and tokens[0].token_type == TokenType.L_PAREN):
+        return _parse_spark(text)
+    raise _unsupported(tokens)
+
+
+def _unsupported(tokens: list[Token]) -> LakeError:
+    words = " ".join(token.text.upper() for token in tokens[:3])
+    return LakeError(
+        f"not supported yet: {words} …",
+        "see README's SQL reference for the statements `lake sql` runs",
+    )
+
+
+def _parse_create(cursor: TokenCursor) -> Statement:
+    cursor.usage = CREATE_TABLE
+    cursor.expect("CREATE")
+    if not cursor.accept("TABLE"):
+        raise _unsupported(cursor.tokens)
+    if_not_exists = cursor.accept("IF", "NOT", "EXISTS")
+    name = cursor.name("a table name")
+    cursor.expect_symbol(TokenType.L_PAREN, "(")
+    columns = [_parse_column(cursor)]
+    while cursor.accept_symbol(TokenType.COMMA):
+        columns.append(_parse_column(cursor))
+    cursor.expect_symbol(TokenType.R_PAREN, ")")
+    comment = cursor.string("a comment") if cursor.accept("COMMENT") else None
+    cursor.expect_end()
+    names = [column.name.lower() for column in columns]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise LakeError(
+            f"column {duplicates[0]} appears twice in table {name}",
+            "give every column a distinct name",
+        )
+    return CreateTable(name, tuple(columns), comment, if_not_exists)
+
+
+def _parse_column(cursor: TokenCursor) -> Column:
+    name = cursor.identifier("a column name")
+    column_type = parse_column_type(cursor, name)
+    comment = cursor.string("a comment") if cursor.accept("COMMENT") else None
+    return Column(name, column_type, comment)
+
+
+def _parse_drop(cursor: TokenCursor) -> Statement:
+    cursor.usage = DROP_TABLE
+    cursor.expect("DROP")
+    if not cursor.accept("TABLE"):
+        raise _unsupported(cursor.tokens)
+    if_exists = cursor.accept("IF", "EXISTS")
+    name = cursor.name("a table name")
+    cursor.expect_end()
+    return DropTable(name, if_exists)
+
+
+def _parse_alter(cursor: TokenCursor) -> Statement:
+    cursor.usage = ALTER_TABLE
+    cursor.expect("ALTER")
+    if not cursor.accept("TABLE"):
+        raise _unsupported(cursor.tokens)
+    name = cursor.name("a table name")
+    if not cursor.accept("SET", "PROPERTIES"):
+        raise _unsupported(cursor.tokens)
+    properties = parse_properties(cursor)
+    cursor.expect_end()
+    return AlterTableProperties(name, properties)
+
+
+def parse_properties(cursor: TokenCursor) -> dict[str, str]:
+    """`('key' = 'value', …)`; keys are case-insensitive."""
+    cursor.expect_symbol(TokenType.L_PAREN, "(")
+    properties: dict[str, str] = {}
+    while True:
+        key = cursor.string("a quoted property name").lower()
+        cursor.expect_symbol(TokenType.EQ, "=")
+        properties[key] = cursor.string("a quoted property value")
+        if not cursor.accept_symbol(TokenType.COMMA):
+            break
+    cursor.expect_symbol(TokenType.R_PAREN, ")")
+    return properties
+
+
+def _parse_describe(cursor: TokenCursor) -> Statement:
+    cursor.usage = DESCRIBE
+    cursor.position += 1
+    if cursor.word() == "HISTORY" and cursor.peek(1) is not None:
+        cursor.position += 1
+        statement: Statement = DescribeHistory(cursor.name("a table name"))
+    else:
+        cursor.accept("TABLE")
+        cursor.accept("EXTENDED")
+        statement = DescribeTable(cursor.name("a table name"))
+    cursor.expect_end()
+    return statement
+
+
+def _parse_show(cursor: TokenCursor) -> Statement:
+    cursor.usage = SHOW
+    cursor.expect("SHOW")
+    if not cursor.accept("TABLES"):
+        raise _unsupported(cursor.tokens)
+    cursor.expect_end()
+    return ShowTables()
+
+
+_DDL_PARSERS: dict[str, Callable[[TokenCursor], Statement]] = {
+    "CREATE": _parse_create,
+    "DROP": _parse_drop,
+    "ALTER": _parse_alter,
+    "DESC": _parse_describe,
+    "DESCRIBE": _parse_describe,
+    "SHOW": _parse_show,
+}
+
+
+def _parse_spark(text: str) -> Statement:
+    try:
+        expression = sqlglot.parse_one(text, read="spark")
+    except ParseError as error:
+        detail = error.errors[0] if error.errors else {}
+        where = f" at line {detail['line']}, column {detail['col']}" if detail else ""
+        near = detail.get("highlight") or ""
+        raise LakeError(
+            f"syntax error{where}: {detail.get('description') or error}",
+            f"correct the SQL near '{near}'" if near else "check the statement's syntax",
+        ) from None
+    if isinstance(expression, exp.Query):
+        return Query(expression)
+    if isinstance(expression, exp.Insert | exp.Update | exp.Delete | exp.Merge):
+        target = expression.this
+        if isinstance(target, exp.Schema):
+            target = target.this
+        if not isinstance(target, exp.Table):
+            raise LakeError(
+                f"{type(expression).__name__.upper()} must name its target table",
+                "write the table's name after INTO / UPDATE / FROM",
+            )
+        return Dml(type(expression).__name__.upper(), target.name.lower(), expression)
+    raise _unsupported(tokenize(text))

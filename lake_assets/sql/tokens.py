@@ -1,0 +1,124 @@
+"""A cursor over sqlglot's Spark tokens, with the few moves our DDL parser needs."""
+
+from __future__ import annotations
+
+import re
+from typing import NoReturn
+
+from sqlglot.dialects.spark import Spark
+from sqlglot.errors import TokenError
+from sqlglot.tokens import Token, TokenType
+
+from resources.errors import LakeError
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_LITERALS = (TokenType.STRING, TokenType.NUMBER, TokenType.IDENTIFIER)
+
+
+class _Tokenizer(Spark.Tokenizer):
+    """Spark's tokenizer, but SHOW … is tokenized word by word instead of as one raw command."""
+
+    COMMANDS = Spark.Tokenizer.COMMANDS - {TokenType.SHOW}
+
+
+def tokenize(text: str) -> list[Token]:
+    """Spark SQL tokens; comments are dropped, strings and quoted names kept whole."""
+    try:
+        return _Tokenizer().tokenize(text)
+    except TokenError as error:
+        raise LakeError(
+            f"cannot read the SQL text: {error}",
+            "close every quote (') and backquote (`) and every /* comment */",
+        ) from None
+
+
+class TokenCursor:
+    """Reads one statement's tokens left to right; errors quote the statement's usage line."""
+
+    def __init__(self, tokens: list[Token], usage: str = "") -> None:
+        self.tokens = tokens
+        self.position = 0
+        self.usage = usage
+
+    def peek(self, offset: int = 0) -> Token | None:
+        index = self.position + offset
+        return self.tokens[index] if index < len(self.tokens) else None
+
+    def at_end(self) -> bool:
+        return self.position >= len(self.tokens)
+
+    def word(self, offset: int = 0) -> str:
+        """The upper-cased keyword at `offset`, or '' when that token is not a bare word."""
+        token = self.peek(offset)
+        if token is None or token.token_type in _LITERALS:
+            return ""
+        return token.text.upper()
+
+    def accept(self, *words: str) -> bool:
+        """Consume the keyword sequence if it comes next."""
+        if all(self.word(offset) == word for offset, word in enumerate(words)):
+            self.position += len(words)
+            return True
+        return False
+
+    def expect(self, *words: str) -> None:
+        if not self.accept(*words):
+            self.fail(" ".join(words))
+
+    def identifier(self, what: str) -> str:
+        token = self.peek()
+        if token is not None and (
+            token.token_type == TokenType.IDENTIFIER
+            or (token.token_type not in _LITERALS and _IDENTIFIER.match(token.text))
+        ):
+            self.position += 1
+            return token.text
+        self.fail(what)
+
+    def name(self, what: str) -> str:
+        """An object name: case-insensitive, so kept lower-case; schema-qualified names refused."""
+        name = self.identifier(what)
+        if self.accept_symbol(TokenType.DOT):
+            raise LakeError(
+                f"'{name}.' names a schema, and schemas are not supported yet",
+                "use the object's bare name: every object lives in one schema",
+            )
+        return name.lower()
+
+    def string(self, what: str) -> str:
+        """A string literal; adjacent literals concatenate, as in Spark SQL."""
+        parts: list[str] = []
+        while (token := self.peek()) is not None and token.token_type == TokenType.STRING:
+            parts.append(token.text)
+            self.position += 1
+        if not parts:
+            self.fail(what)
+        return "".join(parts)
+
+    def integer(self, what: str) -> int:
+        token = self.peek()
+        if token is None or token.token_type != TokenType.NUMBER or not token.text.isdigit():
+            self.fail(what)
+        self.position += 1
+        return int(token.text)
+
+    def accept_symbol(self, token_type: TokenType) -> bool:
+        token = self.peek()
+        if token is not None and token.token_type == token_type:
+            self.position += 1
+            return True
+        return False
+
+    def expect_symbol(self, token_type: TokenType, text: str) -> None:
+        if not self.accept_symbol(token_type):
+            self.fail(f"'{text}'")
+
+    def expect_end(self) -> None:
+        if not self.at_end():
+            self.fail("the end of the statement")
+
+    def fail(self, expected: str) -> NoReturn:
+        token = self.peek()
+        found = f"'{token.text}'" if token is not None else "the end of the statement"
+        fix = f"write it as {self.usage}" if self.usage else "check the statement's syntax"
+        raise LakeError(f"syntax error: expected {expected} but found {found}", fix)

@@ -1,0 +1,216 @@
+"""The persistent registry of lakehouse objects: SQLite under LAKE_HOME, readable without Spark."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from dagster import ConfigurableResource
+
+from resources.errors import LakeError
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS objects (
+    namespace  TEXT NOT NULL,
+    name       TEXT NOT NULL,
+    kind       TEXT NOT NULL,
+    spec       TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (namespace, name)
+);
+CREATE TABLE IF NOT EXISTS table_state (
+    name       TEXT PRIMARY KEY,
+    version    INTEGER NOT NULL,
+    row_count  INTEGER NOT NULL,
+    updated_at TEXT NOT NULL
+);
+"""
+
+# Tables, streams and dynamic tables are all relations: they share the namespace 'relation'.
+
+
+def now_utc() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+    comment: str | None = None
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    """A Delta table the lakehouse owns; `properties` are the seed-level ones (change_tracking)."""
+
+    name: str
+    location: str
+    columns: tuple[Column, ...]
+    comment: str | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+    created_at: str = ""
+    version: int | None = None
+    row_count: int | None = None
+
+    @property
+    def change_tracking(self) -> bool:
+        return self.properties.get("change_tracking", "false").lower() == "true"
+
+    def to_spec(self) -> str:
+        spec = asdict(self)
+        for key in ("name", "created_at", "version", "row_count"):
+            spec.pop(key)
+        return json.dumps(spec)
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> TableEntry:
+        spec = json.loads(row["spec"])
+        return cls(
+            name=row["name"],
+            location=spec["location"],
+            columns=tuple(Column(**column) for column in spec["columns"]),
+            comment=spec.get("comment"),
+            properties=spec.get("properties", {}),
+            created_at=row["created_at"],
+            version=row["version"],
+            row_count=row["row_count"],
+        )
+
+
+class Catalog:
+    """Names → objects; every write is one SQLite transaction, safe across processes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as conn:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(_SCHEMA)
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._connect() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def add_table(self, entry: TableEntry) -> TableEntry:
+        """Register a new table; fails if any relation already has the name."""
+        created = replace(entry, created_at=now_utc())
+        with self._transaction() as conn:
+            existing = conn.execute(
+                "SELECT kind FROM objects WHERE namespace = 'relation' AND name = ?",
+                (entry.name,),
+            ).fetchone()
+            if existing is not None:
+                raise LakeError(
+                    f"{existing['kind'].replace('_', ' ')} {entry.name} already exists",
+                    "use CREATE TABLE IF NOT EXISTS, pick another name, or DROP it first",
+                )
+            conn.execute(
+                "INSERT INTO objects (namespace, name, kind, spec, created_at) "
+                "VALUES ('relation', ?, 'table', ?, ?)",
+                (created.name, created.to_spec(), created.created_at),
+            )
+        return created
+
+    def find_table(self, name: str) -> TableEntry | None:
+        with self._connect() as conn:
+            return _select_table(conn, name)
+
+    def table(self, name: str) -> TableEntry:
+        """The table called `name`, or an error that says how to find the right name."""
+        with self._connect() as conn:
+            return _require_table(conn, name)
+
+    def tables(self) -> list[TableEntry]:
+        with self._connect() as conn:
+            rows = conn.execute(f"{_TABLES_QUERY} ORDER BY o.name").fetchall()
+        return [TableEntry.from_row(row) for row in rows]
+
+    def remove_table(self, name: str) -> TableEntry | None:
+        """Unregister a table and return what it was, or None when it was not there."""
+        with self._transaction() as conn:
+            entry = _select_table(conn, name)
+            if entry is not None:
+                conn.execute(
+                    "DELETE FROM objects WHERE namespace = 'relation' AND name = ?", (name,)
+                )
+                conn.execute("DELETE FROM table_state WHERE name = ?", (name,))
+        return entry
+
+    def set_table_properties(self, name: str, properties: dict[str, str]) -> TableEntry:
+        with self._transaction() as conn:
+            entry = _require_table(conn, name)
+            updated = replace(entry, properties={**entry.properties, **properties})
+            conn.execute(
+                "UPDATE objects SET spec = ? WHERE namespace = 'relation' AND name = ?",
+                (updated.to_spec(), name),
+            )
+        return updated
+
+    def record_table_state(self, name: str, version: int, row_count: int) -> None:
+        """Remember a commit's version and row count; an older commit never overwrites a newer."""
+        with self._transaction() as conn:
+            conn.execute(
+                "INSERT INTO table_state (name, version, row_count, updated_at) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET "
+                "version = excluded.version, row_count = excluded.row_count, "
+                "updated_at = excluded.updated_at WHERE excluded.version > table_state.version",
+                (name, version, row_count, now_utc()),
+            )
+
+
+_TABLES_QUERY = (
+    "SELECT o.name, o.spec, o.created_at, s.version, s.row_count "
+    "FROM objects o LEFT JOIN table_state s ON s.name = o.name "
+    "WHERE o.namespace = 'relation' AND o.kind = 'table'"
+)
+
+
+def _select_table(conn: sqlite3.Connection, name: str) -> TableEntry | None:
+    row = conn.execute(f"{_TABLES_QUERY} AND o.name = ?", (name,)).fetchone()
+    return TableEntry.from_row(row) if row else None
+
+
+def unknown_table(name: str) -> LakeError:
+    return LakeError(
+        f"table {name} does not exist",
+        "check the name with SHOW TABLES or create it with CREATE TABLE",
+    )
+
+
+def _require_table(conn: sqlite3.Connection, name: str) -> TableEntry:
+    entry = _select_table(conn, name)
+    if entry is None:
+        raise unknown_table(name)
+    return entry
+
+
+class CatalogResource(ConfigurableResource):
+    """The catalog as a Dagster resource; holds only the file path, so it is cheap to build."""
+
+    path: str
+
+    @property
+    def catalog(self) -> Catalog:
+        return Catalog(Path(self.path))

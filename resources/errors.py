@@ -1,0 +1,12 @@
+"""The one error type users see: what went wrong and how to fix it."""
+
+from __future__ import annotations
+
+
+class LakeError(Exception):
+    """A user-facing failure; its text is `<what> — <how to fix>` on one line."""
+
+    def __init__(self, what: str, fix: str) -> None:
+        super().__init__(f"{what} — {fix}")
+        self.what = what
+        self.fix = fix

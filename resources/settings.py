@@ -1,0 +1,69 @@
+"""Where the lakehouse lives and how Spark runs, read once from the environment."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_SPARK_MASTER = "local[2]"
+
+
+def _default_lake_home() -> Path:
+    dagster_home = os.environ.get("DAGSTER_HOME")
+    base = Path(dagster_home) if dagster_home else Path.cwd() / "dagster_home"
+    return base / "lake"
+
+
+def _default_jars_dir() -> Path:
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "lake-assets" / "jars"
+
+
+def _parse_spark_conf(text: str) -> dict[str, str]:
+    """Parse `key=value` pairs separated by commas or newlines (LAKE_SPARK_CONF)."""
+    conf: dict[str, str] = {}
+    for item in text.replace("\n", ",").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"LAKE_SPARK_CONF entry {item!r} is not key=value")
+        conf[key.strip()] = value.strip()
+    return conf
+
+
+@dataclass(frozen=True)
+class LakeSettings:
+    """Configuration shared by the CLI, the Dagster code location and the tests."""
+
+    lake_home: Path
+    spark_master: str = DEFAULT_SPARK_MASTER
+    jars_dir: Path = field(default_factory=_default_jars_dir)
+    spark_conf: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def catalog_path(self) -> Path:
+        return self.lake_home / "catalog.db"
+
+    @property
+    def warehouse(self) -> Path:
+        return self.lake_home / "warehouse"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.lake_home / "logs"
+
+    @classmethod
+    def from_env(cls) -> LakeSettings:
+        """Read LAKE_HOME, LAKE_SPARK_MASTER, LAKE_JARS_DIR and LAKE_SPARK_CONF."""
+        env = os.environ
+        return cls(
+            lake_home=Path(env["LAKE_HOME"]) if env.get("LAKE_HOME") else _default_lake_home(),
+            spark_master=env.get("LAKE_SPARK_MASTER") or DEFAULT_SPARK_MASTER,
+            jars_dir=Path(env["LAKE_JARS_DIR"])
+            if env.get("LAKE_JARS_DIR")
+            else _default_jars_dir(),
+            spark_conf=_parse_spark_conf(env.get("LAKE_SPARK_CONF", "")),
+        )

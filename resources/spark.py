@@ -1,0 +1,102 @@
+"""The Spark session with Delta Lake, as a lazy Dagster resource: no JVM until first use."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from dagster_pyspark import LazyPySparkResource
+from dagster_pyspark.resources import spark_session_from_config
+from pyspark.sql import SparkSession
+
+from resources.jvm import check_java, fetch_delta_jars
+from resources.settings import LakeSettings
+
+_LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+
+def spark_conf(settings: LakeSettings) -> dict[str, str]:
+    """Spark configuration for Delta on a small machine; LAKE_SPARK_CONF entries win."""
+    conf = {
+        "spark.master": settings.spark_master,
+        "spark.app.name": "lake",
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.default.parallelism": "4",
+        "spark.databricks.delta.snapshotPartitions": "2",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.driver.memory": "2g",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.warehouse.dir": str(settings.warehouse),
+        "spark.driver.extraJavaOptions": (
+            f"-Dlog4j2.configurationFile={_LOG4J_CONFIG} -Dlake.log.dir={settings.log_dir}"
+        ),
+    }
+    conf.update(settings.spark_conf)
+    return conf
+
+
+def _silence_duplicate_error_logs() -> None:
+    """PySpark logs every SQL error it raises; we report the raised error ourselves."""
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
+
+
+@contextmanager
+def _console_to(path: str | None) -> Iterator[None]:
+    """Point this process's stdout/stderr at `path` while the JVM is spawned (it inherits them)."""
+    if path is None:
+        yield
+        return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        with open(path, "ab") as log:
+            os.dup2(log.fileno(), 1)
+            os.dup2(log.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in saved:
+            os.close(fd)
+
+
+class DeltaSparkResource(LazyPySparkResource):
+    """dagster-pyspark's lazy session, with Delta's jars and the Java check done before start."""
+
+    jars_dir: str
+    console_log: str | None = None
+
+    @classmethod
+    def from_settings(
+        cls, settings: LakeSettings, console_log: str | None = None
+    ) -> DeltaSparkResource:
+        return cls(
+            spark_config=spark_conf(settings),
+            jars_dir=str(settings.jars_dir),
+            console_log=console_log,
+        )
+
+    @property
+    def spark_session(self) -> SparkSession:
+        if self._spark_session is None:
+            check_java()
+            jars = fetch_delta_jars(Path(self.jars_dir))
+            config = dict(self.spark_config)
+            extra = [config["spark.jars"]] if config.get("spark.jars") else []
+            config["spark.jars"] = ",".join([*extra, *(str(jar) for jar in jars)])
+            with _console_to(self.console_log):
+                self._spark_session = spark_session_from_config(config)
+            _silence_duplicate_error_logs()
+        return self._spark_session
