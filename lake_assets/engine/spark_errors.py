@@ -23,6 +23,7 @@ _FIXES = {
     "INCOMPATIBLE_DATA_FOR_TABLE": "make the values fit the column types shown by DESC TABLE",
     "DATATYPE_MISMATCH": "make both sides the same type, for example with CAST",
     "NUMERIC_VALUE_OUT_OF_RANGE": "make the value fit the column's precision and scale",
+    "CAST_OVERFLOW": "make the value fit the column's type (DESC TABLE shows it)",
     "DELTA_EXCEED_CHAR_VARCHAR_LIMIT": "shorten the value or widen the column",
     "DELTA_NOT_NULL_CONSTRAINT_VIOLATED": "give the column a value",
     "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE": (
@@ -38,7 +39,8 @@ _DEFAULT_FIX = "run again with --debug to see Spark's full error"
 
 def _condition_and_message(error: BaseException) -> tuple[str, str] | None:
     if isinstance(error, PySparkException):
-        return error.getCondition() or "", error.getMessage()
+        # str(), not getMessage(): Spark's message reader does not know Delta's error classes.
+        return error.getCondition() or "", str(error)
     if type(error).__name__ == "Py4JJavaError":
         # Task failures wrap the real cause; the innermost conditioned message is the useful one.
         found = _CONDITION.findall(str(error))
@@ -58,20 +60,8 @@ def translate_spark_error(error: BaseException, locations: Mapping[str, str]) ->
     text = match.group(2) if match else message
     text = _SQLSTATE.sub("", text.strip().splitlines()[0] if text.strip() else condition)
     for location, name in sorted(locations.items(), key=lambda item: -len(item[0])):
-        for spelled in (
-            f"delta.`{location}`",
-            f"`delta`.`{location}`",
-            f"file:{location}",
-            location,
-        ):
-            text = text.replace(spelled, name)
-    fix = next(
-        (
-            fix
-            for prefix, fix in sorted(_FIXES.items(), key=lambda item: -len(item[0]))
-            if condition.startswith(prefix)
-        ),
-        _DEFAULT_FIX,
-    )
+        text = re.sub(r"(`?delta`?\.)?`?(file:)?" + re.escape(location) + "`?", name, text)
+    prefixes = [prefix for prefix in _FIXES if condition.startswith(prefix)]
+    fix = _FIXES[max(prefixes, key=len)] if prefixes else _DEFAULT_FIX
     label = f"[{condition}] " if condition else ""
     return LakeError(f"{label}{text}", fix)

@@ -1,0 +1,30 @@
+"""One Spark session for the whole test session; a fresh catalog and warehouse per test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from lake_assets.engine.session import LakeSession
+from resources.catalog import Catalog
+from resources.settings import LakeSettings
+from resources.spark import DeltaSparkResource
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
+    home = tmp_path_factory.mktemp("spark-home")
+    settings = LakeSettings.from_env()
+    settings = LakeSettings(lake_home=home, jars_dir=settings.jars_dir)
+    resource = DeltaSparkResource.from_settings(settings, console_log=str(home / "console.log"))
+    session = resource.spark_session
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def lake(spark: SparkSession, tmp_path: Path) -> LakeSession:
+    return LakeSession(Catalog(tmp_path / "catalog.db"), tmp_path / "warehouse", lambda: spark)
