@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from collections.abc import Sequence
 from datetime import date, datetime
 from decimal import Decimal
@@ -27,7 +28,7 @@ def _text(value: Any, null: str) -> str:
 
 
 def _json(value: Any) -> str:
-    """Exact JSON: decimals stay numbers without float rounding; times are ISO strings."""
+    """Strict JSON: exact decimals, ISO times, and NaN/Infinity as strings (JSON has none)."""
     if isinstance(value, Decimal):
         return str(value) if value.is_finite() else json.dumps(str(value))
     if isinstance(value, datetime | date):
@@ -38,6 +39,8 @@ def _json(value: Any) -> str:
         return "{" + ",".join(f"{json.dumps(str(k))}:{_json(v)}" for k, v in value.items()) + "}"
     if isinstance(value, list | tuple):
         return "[" + ",".join(_json(item) for item in value) + "]"
+    if isinstance(value, float) and not math.isfinite(value):
+        return json.dumps(str(value))
     if value is None or isinstance(value, bool | int | float | str):
         return json.dumps(value)
     return json.dumps(str(value))

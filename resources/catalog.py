@@ -168,15 +168,19 @@ class Catalog:
             )
         return updated
 
-    def record_table_state(self, name: str, version: int, row_count: int) -> None:
-        """Remember a commit's version and row count; an older commit never overwrites a newer."""
+    def record_table_state(self, entry: TableEntry, version: int, row_count: int) -> None:
+        """Remember a commit's version and row count; an older commit never overwrites a newer,
+        and a commit of a dropped table never lands on a new table of the same name."""
         with self._transaction() as conn:
+            current = _select_table(conn, entry.name)
+            if current is None or current.location != entry.location:
+                return
             conn.execute(
                 "INSERT INTO table_state (name, version, row_count, updated_at) "
                 "VALUES (?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET "
                 "version = excluded.version, row_count = excluded.row_count, "
                 "updated_at = excluded.updated_at WHERE excluded.version > table_state.version",
-                (name, version, row_count, now_utc()),
+                (entry.name, version, row_count, now_utc()),
             )
 
 

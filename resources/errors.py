@@ -10,3 +10,6 @@ class LakeError(Exception):
         super().__init__(f"{what} — {fix}")
         self.what = what
         self.fix = fix
+
+    def __reduce__(self) -> tuple[type[LakeError], tuple[str, str]]:
+        return (type(self), (self.what, self.fix))

@@ -32,7 +32,7 @@ def run_dml(spark: SparkSession, catalog: Catalog, stmt: Dml, bound_sql: str) ->
         return Result.status(f"{stmt.operation}: no change to {stmt.target}")
     version = commit["version"]
     rows = row_count(spark, target.location, version)
-    catalog.record_table_state(stmt.target, version, rows)
+    catalog.record_table_state(target, version, rows)
     inserted, updated, deleted = row_changes(commit["operation"], commit["operationMetrics"])
     return Result.status(
         f"{stmt.operation}: {inserted} inserted, {updated} updated, {deleted} deleted; "

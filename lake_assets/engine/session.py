@@ -98,7 +98,8 @@ class LakeSession:
             case ShowTables():
                 return tables.show_tables(self.catalog)
             case Dml():
-                return run_dml(self.spark, self.catalog, statement, self._bind(statement))
+                bound = self._bind(statement)  # before Spark: unknown names fail without a JVM
+                return run_dml(self.spark, self.catalog, statement, bound)
             case Query():
                 frame = self.spark.sql(self._bind(statement))
                 return Result(frame.columns, self._stream(frame.toLocalIterator()))

@@ -60,13 +60,12 @@ def create_table(
     )
     comment = f" COMMENT {sql_string(stmt.comment)}" if stmt.comment else ""
     spark.sql(f"CREATE TABLE {delta_ref(location)} ({columns}) USING delta{comment}")
-    entry = TableEntry(stmt.name, location, stmt.columns, stmt.comment)
     try:
-        catalog.add_table(entry)
+        entry = catalog.add_table(TableEntry(stmt.name, location, stmt.columns, stmt.comment))
     except LakeError:
         _remove_files(location)
         raise
-    catalog.record_table_state(stmt.name, 0, 0)
+    catalog.record_table_state(entry, 0, 0)
     return Result.status(f"created table {stmt.name}")
 
 

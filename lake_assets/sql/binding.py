@@ -37,7 +37,7 @@ def _table_references(expression: exp.Expression) -> list[exp.Table]:
 
 
 def referenced_tables(expression: exp.Expression) -> list[str]:
-    """Names of the catalog relations a statement reads or writes, in order of appearance."""
+    """Names of the catalog relations a statement reads or writes, each once."""
     names: list[str] = []
     for table in _table_references(expression):
         if table.name.lower() not in names:

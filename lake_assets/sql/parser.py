@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import sqlglot
@@ -31,6 +32,8 @@ ALTER_TABLE = "ALTER TABLE name SET PROPERTIES ('change_tracking' = 'true')"
 DESCRIBE = "DESC [TABLE] name | DESC HISTORY name"
 SHOW = "SHOW TABLES"
 
+# sqlglot's messages quote tokens as `<Token token_type: …, text: X, …>`; users need only X.
+_TOKEN_REPR = re.compile(r"<Token token_type: [^,]*, text: ([^,]*), [^>]*>|<class '[\w.]*\.(\w+)'>")
 _SPARK_STATEMENTS = {"SELECT", "WITH", "INSERT", "UPDATE", "DELETE", "MERGE"}
 
 
@@ -197,10 +200,14 @@ def _parse_spark(text: str) -> Statement:
         expression = sqlglot.parse_one(text, read="spark")
     except ParseError as error:
         detail = error.errors[0] if error.errors else {}
-        where = f" at line {detail['line']}, column {detail['col']}" if detail else ""
+        description = _TOKEN_REPR.sub(
+            lambda m: f"'{m.group(1)}'" if m.group(1) else m.group(2),
+            str(detail.get("description") or error),
+        )
         near = detail.get("highlight") or ""
+        where = f" at line {detail['line']}" if "line" in detail else ""
         raise LakeError(
-            f"syntax error{where}: {detail.get('description') or error}",
+            f"syntax error{where}: {description}",
             f"correct the SQL near '{near}'" if near else "check the statement's syntax",
         ) from None
     if isinstance(expression, exp.Query):

@@ -19,7 +19,8 @@ COLUMNS = (Column("id", "BIGINT", "Order ID"), Column("amount", "DECIMAL(10,2)")
 
 
 def entry(name: str, **changes: Any) -> TableEntry:
-    return TableEntry(name=name, location=f"/warehouse/{name}-abc", columns=COLUMNS, **changes)
+    fields: dict[str, Any] = {"location": f"/warehouse/{name}-abc", "columns": COLUMNS, **changes}
+    return TableEntry(name=name, **fields)
 
 
 @pytest.fixture
@@ -117,8 +118,8 @@ def test_change_tracking_reads_the_property(properties, expected):
 
 def test_record_table_state_shows_on_the_table(catalog):
     catalog.add_table(entry("sales"))
-    catalog.record_table_state("sales", 0, 0)
-    catalog.record_table_state("sales", 3, 42)
+    catalog.record_table_state(catalog.table("sales"), 0, 0)
+    catalog.record_table_state(catalog.table("sales"), 3, 42)
     table = catalog.table("sales")
     assert (table.version, table.row_count) == (3, 42)
     assert [(t.version, t.row_count) for t in catalog.tables()] == [(3, 42)]
@@ -126,34 +127,31 @@ def test_record_table_state_shows_on_the_table(catalog):
 
 def test_an_older_version_never_overwrites_a_newer_one(catalog):
     catalog.add_table(entry("sales"))
-    catalog.record_table_state("sales", 5, 50)
-    catalog.record_table_state("sales", 4, 40)
-    catalog.record_table_state("sales", 5, 999)
+    catalog.record_table_state(catalog.table("sales"), 5, 50)
+    catalog.record_table_state(catalog.table("sales"), 4, 40)
+    catalog.record_table_state(catalog.table("sales"), 5, 999)
     table = catalog.table("sales")
     assert (table.version, table.row_count) == (5, 50)
 
 
 def test_removing_a_table_forgets_its_state(catalog):
     catalog.add_table(entry("sales"))
-    catalog.record_table_state("sales", 7, 70)
+    catalog.record_table_state(catalog.table("sales"), 7, 70)
     catalog.remove_table("sales")
     catalog.add_table(entry("sales"))
-    catalog.record_table_state("sales", 0, 0)
+    catalog.record_table_state(catalog.table("sales"), 0, 0)
     table = catalog.table("sales")
     assert (table.version, table.row_count) == (0, 0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="state is keyed by name only: a late commit of a dropped table sticks to its successor",
-)
 def test_a_late_commit_of_a_dropped_table_does_not_stick_to_a_new_table_of_that_name(catalog):
-    catalog.add_table(entry("sales"))
-    catalog.record_table_state("sales", 5, 50)
+    dropped = catalog.add_table(entry("sales"))
+    catalog.record_table_state(dropped, 5, 50)
     catalog.remove_table("sales")
-    catalog.record_table_state("sales", 6, 60)  # a writer that committed just before the DROP
-    catalog.add_table(entry("sales"))
-    catalog.record_table_state("sales", 0, 0)  # what CREATE TABLE records
+    catalog.record_table_state(dropped, 6, 60)  # a writer that committed just before the DROP
+    recreated = catalog.add_table(entry("sales", location="/warehouse/sales-new"))
+    catalog.record_table_state(dropped, 7, 70)  # ... or whose record lands after the re-CREATE
+    catalog.record_table_state(recreated, 0, 0)  # what CREATE TABLE records
     table = catalog.table("sales")
     assert (table.version, table.row_count) == (0, 0)
 
@@ -163,7 +161,7 @@ def test_a_second_catalog_on_the_same_file_sees_everything(tmp_path):
     first = Catalog(path)
     first.add_table(entry("sales", comment="Sales", properties={"change_tracking": "true"}))
     first.add_table(entry("orders"))
-    first.record_table_state("sales", 2, 20)
+    first.record_table_state(first.table("sales"), 2, 20)
     first.remove_table("orders")
 
     restarted = Catalog(path)
@@ -255,7 +253,7 @@ def _add_tables_and_record_state(path: str, worker: int, versions: list[int]) ->
             catalog.add_table(entry(f"w{worker}_t{number:02d}"))
         except LakeError as error:
             errors.append(error.what)
-        catalog.record_table_state("shared", version, version * 10)
+        catalog.record_table_state(catalog.table("shared"), version, version * 10)
     return errors
 
 

@@ -375,16 +375,15 @@ def test_queries_parse_to_query(text):
     assert isinstance(parse_statement(text), Query)
 
 
-def test_select_with_missing_table_is_a_syntax_error_with_position():
+def test_select_with_missing_table_is_a_syntax_error_naming_the_token():
     error = parse_error("SELECT FROM WHERE")
-    assert error.what.startswith("syntax error at line 1, column ")
-    assert "Expected table name" in error.what
+    assert error.what == "syntax error at line 1: Expected table name but got 'WHERE'"
     assert error.fix == "correct the SQL near 'WHERE'"
 
 
 def test_select_with_dangling_operator_is_a_syntax_error():
     error = parse_error("SELECT 1 +")
-    assert error.what.startswith("syntax error at line 1, column 10: ")
+    assert error.what == "syntax error at line 1: Required keyword: 'expression' missing for Add"
     assert error.fix == "correct the SQL near '+'"
 
 
