@@ -101,7 +101,8 @@ class LakeSession:
                 bound = self._bind(statement)  # before Spark: unknown names fail without a JVM
                 return run_dml(self.spark, self.catalog, statement, bound)
             case Query():
-                frame = self.spark.sql(self._bind(statement))
+                bound = self._bind(statement)
+                frame = self.spark.sql(bound)
                 return Result(frame.columns, self._stream(frame.toLocalIterator()))
         raise AssertionError(f"no handler for {statement!r}")
 
