@@ -45,7 +45,11 @@ def row_count(spark: SparkSession, location: str, version: int) -> int:
     ).first()[0]
 
 
-def row_changes(operation: str, metrics: dict[str, str] | None) -> tuple[int, int, int]:
-    """Rows (inserted, updated, deleted) by one commit, from its operation metrics."""
-    keys = _ROW_METRICS.get(operation, (None, None, None))
-    return tuple(int((metrics or {}).get(key) or 0) if key else 0 for key in keys)
+def row_changes(operation: str, metrics: dict[str, str] | None) -> tuple[int, int, int] | None:
+    """Rows (inserted, updated, deleted) by one commit, or None when its metrics do not say."""
+    keys = _ROW_METRICS.get(operation)
+    metrics = metrics or {}
+    if keys is None or any(key is not None and key not in metrics for key in keys):
+        return None
+    inserted, updated, deleted = (int(metrics[key]) if key else 0 for key in keys)
+    return inserted, updated, deleted

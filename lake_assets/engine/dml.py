@@ -31,9 +31,14 @@ def run_dml(spark: SparkSession, catalog: Catalog, stmt: Dml, bound_sql: str) ->
     if commit is None:
         return Result.status(f"{stmt.operation}: no change to {stmt.target}")
     version = commit["version"]
-    rows = row_count(spark, target.location, version)
+    changes = row_changes(commit["operation"], commit["operationMetrics"])
+    if changes is not None and target.version == version - 1 and target.row_count is not None:
+        # The commit directly follows the state we know: its metrics give the count exactly.
+        rows = target.row_count + changes[0] - changes[2]
+    else:
+        rows = row_count(spark, target.location, version)
     catalog.record_table_state(target, version, rows)
-    inserted, updated, deleted = row_changes(commit["operation"], commit["operationMetrics"])
+    inserted, updated, deleted = changes or ("?", "?", "?")
     return Result.status(
         f"{stmt.operation}: {inserted} inserted, {updated} updated, {deleted} deleted; "
         f"{stmt.target} is at version {version} with {rows} rows"

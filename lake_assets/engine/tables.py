@@ -125,7 +125,7 @@ def describe_history(spark: SparkSession, catalog: Catalog, stmt: DescribeHistor
                 commit["version"],
                 commit["timestamp"],
                 commit["operation"],
-                *row_changes(commit["operation"], commit["operationMetrics"]),
+                *(row_changes(commit["operation"], commit["operationMetrics"]) or (None,) * 3),
             )
             for commit in history(spark, entry.location)
         ],

@@ -93,8 +93,19 @@ def test_update_merge_delete_each_make_one_commit(spark: SparkSession, seeded: L
         (3, "MERGE", 1, 1, 0),
         (2, "UPDATE", 0, 2, 0),
         (1, "WRITE", 5, 0, 0),
-        (0, "CREATE TABLE", 0, 0, 0),
+        (0, "CREATE TABLE", None, None, None),
     ]
+
+
+def test_row_count_stays_exact_when_another_writer_commits_in_between(
+    spark: SparkSession, seeded: LakeSession
+) -> None:
+    location = seeded.catalog.table("sales_source").location
+    spark.sql(f"INSERT INTO {delta_ref(location)} VALUES (7, 'x', 'y', 1.00, 'z')")
+    (insert,) = seeded.sql("INSERT INTO sales_source VALUES (8, 'x', 'y', 1.00, 'z')")
+    assert insert.message.endswith("sales_source is at version 3 with 7 rows")
+    entry = seeded.catalog.table("sales_source")
+    assert (entry.version, entry.row_count) == (3, 7)
 
 
 def test_queries_join_aggregate_union_and_order(seeded: LakeSession) -> None:
