@@ -9,9 +9,11 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 from dagster import ConfigurableResource
 
+from resources.entries import CatalogObject
 from resources.errors import LakeError
 
 _SCHEMA = """
@@ -23,6 +25,23 @@ CREATE TABLE IF NOT EXISTS objects (
     created_at TEXT NOT NULL,
     PRIMARY KEY (namespace, name)
 );
+CREATE TABLE IF NOT EXISTS load_history (
+    table_name          TEXT NOT NULL,
+    file_path           TEXT NOT NULL,
+    last_copy_time      TEXT NOT NULL,
+    file_size           INTEGER,
+    file_modified       TEXT,
+    status              TEXT NOT NULL,
+    rows_loaded         INTEGER NOT NULL,
+    first_error_message TEXT,
+    pipe_name           TEXT,
+    commit_version      INTEGER
+);
+CREATE INDEX IF NOT EXISTS load_history_by_path ON load_history (table_name, file_path);
+CREATE TABLE IF NOT EXISTS load_marks (
+    table_name TEXT PRIMARY KEY,
+    version    INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS table_state (
     name       TEXT PRIMARY KEY,
     version    INTEGER NOT NULL,
@@ -30,6 +49,8 @@ CREATE TABLE IF NOT EXISTS table_state (
     updated_at TEXT NOT NULL
 );
 """
+
+T = TypeVar("T", bound=CatalogObject)
 
 # Tables, streams and dynamic tables are all relations: they share the namespace 'relation'.
 
@@ -156,6 +177,8 @@ class Catalog:
                     "DELETE FROM objects WHERE namespace = 'relation' AND name = ?", (name,)
                 )
                 conn.execute("DELETE FROM table_state WHERE name = ?", (name,))
+                conn.execute("DELETE FROM load_history WHERE table_name = ?", (name,))
+                conn.execute("DELETE FROM load_marks WHERE table_name = ?", (name,))
         return entry
 
     def set_table_properties(self, name: str, properties: dict[str, str]) -> TableEntry:
@@ -182,6 +205,126 @@ class Catalog:
                 "updated_at = excluded.updated_at WHERE excluded.version > table_state.version",
                 (entry.name, version, row_count, now_utc()),
             )
+
+    def add_object(self, entry: CatalogObject) -> None:
+        """Register a connection, volume or pipe; fails if its namespace already has the name."""
+        with self._transaction() as conn:
+            exists = conn.execute(
+                "SELECT 1 FROM objects WHERE namespace = ? AND name = ?",
+                (entry.NAMESPACE, entry.name),
+            ).fetchone()
+            if exists:
+                raise LakeError(
+                    f"{entry.LABEL} {entry.name} already exists",
+                    "use IF NOT EXISTS, pick another name, or DROP it first",
+                )
+            conn.execute(
+                "INSERT INTO objects (namespace, name, kind, spec, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (entry.NAMESPACE, entry.name, entry.NAMESPACE, entry.to_spec(), entry.created_at),
+            )
+
+    def find_object(self, kind: type[T], name: str) -> T | None:
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT name, spec, created_at FROM objects WHERE namespace = ? AND name = ?",
+                (kind.NAMESPACE, name),
+            ).fetchone()
+        return kind.from_spec(row["name"], row["created_at"], row["spec"]) if row else None
+
+    def get_object(self, kind: type[T], name: str) -> T:
+        """The object, or an error that says how to find the right name."""
+        entry = self.find_object(kind, name)
+        if entry is None:
+            raise LakeError(
+                f"{kind.LABEL} {name} does not exist",
+                f"check the name with SHOW {kind.LABEL.split()[-1].upper()}S or create it",
+            )
+        return entry
+
+    def objects(self, kind: type[T]) -> list[T]:
+        with self._connect() as conn:
+            rows = conn.execute(
+                "SELECT name, spec, created_at FROM objects WHERE namespace = ? ORDER BY name",
+                (kind.NAMESPACE,),
+            ).fetchall()
+        return [kind.from_spec(row["name"], row["created_at"], row["spec"]) for row in rows]
+
+    def update_object(self, entry: CatalogObject) -> None:
+        with self._transaction() as conn:
+            conn.execute(
+                "UPDATE objects SET spec = ? WHERE namespace = ? AND name = ?",
+                (entry.to_spec(), entry.NAMESPACE, entry.name),
+            )
+
+    def remove_object(self, kind: type[T], name: str) -> T | None:
+        entry = self.find_object(kind, name)
+        if entry is not None:
+            with self._transaction() as conn:
+                conn.execute(
+                    "DELETE FROM objects WHERE namespace = ? AND name = ?", (kind.NAMESPACE, name)
+                )
+        return entry
+
+    def record_loads(self, table: str, records: list[LoadRecord], version: int | None) -> None:
+        """Add load records; `version` (the commit that carried them) moves the table's mark."""
+        with self._transaction() as conn:
+            conn.executemany(
+                "INSERT INTO load_history VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(table, *record.values()) for record in records],
+            )
+            if version is not None:
+                conn.execute(
+                    "INSERT INTO load_marks VALUES (?, ?) ON CONFLICT(table_name) DO UPDATE "
+                    "SET version = excluded.version WHERE excluded.version > load_marks.version",
+                    (table, version),
+                )
+
+    def load_mark(self, table: str) -> int:
+        """The newest commit version whose load records are in the index (-1: none)."""
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT version FROM load_marks WHERE table_name = ?", (table,)
+            ).fetchone()
+        return row["version"] if row else -1
+
+    def load_history(self, table: str, since: str | None = None) -> list[LoadRecord]:
+        """Records newest first; `since` (an ISO time) drops the expired ones."""
+        with self._connect() as conn:
+            rows = conn.execute(
+                "SELECT * FROM load_history WHERE table_name = ? AND last_copy_time >= ? "
+                "ORDER BY last_copy_time DESC, file_path",
+                (table, since or ""),
+            ).fetchall()
+        return [LoadRecord.from_row(row) for row in rows]
+
+    def forget_loads(self, table: str) -> None:
+        with self._transaction() as conn:
+            conn.execute("DELETE FROM load_history WHERE table_name = ?", (table,))
+            conn.execute("DELETE FROM load_marks WHERE table_name = ?", (table,))
+
+
+@dataclass(frozen=True)
+class LoadRecord:
+    """One file's load: LOADED, LOAD_FAILED or PARTIALLY_LOADED."""
+
+    file_path: str
+    last_copy_time: str
+    file_size: int | None
+    file_modified: str | None
+    status: str
+    rows_loaded: int
+    first_error_message: str | None
+    pipe_name: str | None
+    commit_version: int | None
+
+    def values(self) -> tuple:
+        return tuple(asdict(self).values())
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> LoadRecord:
+        columns = row.keys()  # sqlite3.Row iterates over values, not keys
+        return cls(**{key: row[key] for key in columns if key != "table_name"})
 
 
 _TABLES_QUERY = (

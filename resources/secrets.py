@@ -1,0 +1,61 @@
+"""Connection secrets: kept as env-var references or encrypted, resolved only when used."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from cryptography.fernet import Fernet, InvalidToken
+
+from resources.errors import LakeError
+
+REDACTED = "****"
+_ENV = "env:"
+_ENCRYPTED = "enc:"
+
+
+def _key(lake_home: Path) -> bytes:
+    """LAKE_SECRET_KEY, or a key file created once under LAKE_HOME, readable only by its owner."""
+    configured = os.environ.get("LAKE_SECRET_KEY")
+    if configured:
+        return configured.encode()
+    path = lake_home / "secret.key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(Fernet.generate_key())
+    return path.read_bytes().strip()
+
+
+def seal(value: str | None, lake_home: Path) -> str | None:
+    """What the catalog stores for a secret the user gave: its env reference, or ciphertext."""
+    if value is None or value.startswith(_ENV):
+        return value
+    return _ENCRYPTED + Fernet(_key(lake_home)).encrypt(value.encode()).decode()
+
+
+def unseal(reference: str | None, lake_home: Path) -> str | None:
+    """The secret itself, for the client that needs it; never for display."""
+    if reference is None:
+        return None
+    if reference.startswith(_ENV):
+        variable = reference[len(_ENV) :]
+        value = os.environ.get(variable)
+        if value is None:
+            raise LakeError(
+                f"environment variable {variable} is not set", f"export {variable} before running"
+            )
+        return value
+    try:
+        return Fernet(_key(lake_home)).decrypt(reference[len(_ENCRYPTED) :].encode()).decode()
+    except InvalidToken:
+        raise LakeError(
+            "a stored connection secret cannot be decrypted with this LAKE_SECRET_KEY/secret.key",
+            "restore the original key, or DROP and CREATE the connection again",
+        ) from None
+
+
+def shown(reference: str | None) -> str | None:
+    """How a secret appears in DESC, logs and metadata: never, whatever its kind."""
+    return None if reference is None else REDACTED

@@ -1,0 +1,172 @@
+"""Object storage behind volumes: a local directory or an S3-compatible bucket, one interface."""
+
+from __future__ import annotations
+
+import posixpath
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import urlparse
+
+from resources.errors import LakeError
+
+# Names that writers use for files still being written; they are never read.
+_IN_PROGRESS_SUFFIXES = (".tmp", ".partial", ".crdownload", "._COPYING_", ".inprogress")
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    relative_path: str
+    size: int
+    last_modified: datetime
+    etag: str
+    url: str
+
+
+def inside(relative: str, what: str = "path") -> str:
+    """Normalise a path relative to a volume ('/' is its root); refuse any path that leaves it."""
+    parts = [part for part in relative.replace("\\", "/").strip().split("/") if part]
+    if ".." in parts:
+        raise LakeError(
+            f"{what} '{relative}' leaves the volume", "use a path inside the volume, without '..'"
+        )
+    cleaned = posixpath.normpath("/".join(parts)) if parts else ""
+    return "" if cleaned == "." else cleaned
+
+
+def is_visible(relative: str) -> bool:
+    """Hidden, bookkeeping and half-written files are not data."""
+    name = posixpath.basename(relative)
+    return not (name.startswith((".", "_")) or name.endswith(_IN_PROGRESS_SUFFIXES))
+
+
+class VolumeStore(Protocol):
+    def list(self, prefix: str = "", recursive: bool = True) -> list[FileInfo]: ...
+    def local_path(self, relative: str) -> Path: ...
+    def put(self, source: Path, relative: str) -> None: ...
+    def delete(self, relative: str) -> None: ...
+
+
+class LocalStore:
+    """A volume on this machine's filesystem (`file:///abs/path/`)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def list(self, prefix: str = "", recursive: bool = True) -> list[FileInfo]:
+        base = self.root / inside(prefix, "SUBDIRECTORY")
+        if not base.is_dir():
+            return []
+        pattern = "**/*" if recursive else "*"
+        files = []
+        for path in base.glob(pattern):
+            relative = path.relative_to(self.root).as_posix()
+            if not path.is_file() or not all(map(is_visible, relative.split("/"))):
+                continue
+            stat = path.stat()
+            files.append(
+                FileInfo(
+                    relative_path=relative,
+                    size=stat.st_size,
+                    last_modified=datetime.fromtimestamp(stat.st_mtime, UTC),
+                    etag=f"{stat.st_size:x}-{stat.st_mtime_ns:x}",
+                    url=path.as_uri(),
+                )
+            )
+        return sorted(files, key=lambda info: info.relative_path)
+
+    def local_path(self, relative: str) -> Path:
+        return self.root / inside(relative)
+
+    def put(self, source: Path, relative: str) -> None:
+        target = self.local_path(relative)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = target.with_name(f".{target.name}.partial")
+        shutil.copyfile(source, staging)
+        staging.replace(target)  # readers never see a half-written file
+
+    def delete(self, relative: str) -> None:
+        self.local_path(relative).unlink(missing_ok=True)
+
+
+class S3Store:
+    """A volume in an S3-compatible bucket; Spark reads local copies kept under a cache folder."""
+
+    def __init__(self, client: Any, bucket: str, prefix: str, cache: Path) -> None:
+        self.client = client
+        self.bucket = bucket
+        self.prefix = prefix.strip("/") + "/"
+        self.cache = cache
+
+    def _objects(self, prefix: str, recursive: bool) -> Iterator[dict[str, Any]]:
+        paginator = self.client.get_paginator("list_objects_v2")
+        extra = {} if recursive else {"Delimiter": "/"}
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix + prefix, **extra):
+            yield from page.get("Contents", [])
+
+    def list(self, prefix: str = "", recursive: bool = True) -> list[FileInfo]:
+        folder = inside(prefix, "SUBDIRECTORY")
+        files = []
+        for item in self._objects(f"{folder}/" if folder else "", recursive):
+            relative = item["Key"][len(self.prefix) :]
+            if not relative or item["Key"].endswith("/"):
+                continue
+            if not all(map(is_visible, relative.split("/"))):
+                continue
+            files.append(
+                FileInfo(
+                    relative_path=relative,
+                    size=item["Size"],
+                    last_modified=item["LastModified"].astimezone(UTC),
+                    etag=item["ETag"].strip('"'),
+                    url=f"s3://{self.bucket}/{item['Key']}",
+                )
+            )
+        return sorted(files, key=lambda info: info.relative_path)
+
+    def local_path(self, relative: str) -> Path:
+        key = self.prefix + inside(relative)
+        target = self.cache / self.bucket / key
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            staging = target.with_name(f".{target.name}.partial")
+            self.client.download_file(self.bucket, key, str(staging))
+            staging.replace(target)
+        return target
+
+    def put(self, source: Path, relative: str) -> None:
+        self.client.upload_file(str(source), self.bucket, self.prefix + inside(relative))
+
+    def delete(self, relative: str) -> None:
+        self.client.delete_object(Bucket=self.bucket, Key=self.prefix + inside(relative))
+
+
+def split_location(location: str) -> tuple[str, str, str]:
+    """(scheme, bucket or '', path) of a volume LOCATION; bucket roots are refused."""
+    parsed = urlparse(location)
+    scheme = parsed.scheme.lower()
+    if scheme == "file":
+        path = parsed.path
+        if not path.startswith("/") or path.rstrip("/") == "":
+            raise LakeError(
+                f"LOCATION '{location}' is not an absolute directory",
+                "use file:///absolute/path/ (not the filesystem root)",
+            )
+        return scheme, "", path.rstrip("/") + "/"
+    if scheme in ("s3", "s3a", "oss", "cos"):
+        prefix = parsed.path.strip("/")
+        if not parsed.netloc:
+            raise LakeError(f"LOCATION '{location}' names no bucket", "use s3://bucket/prefix/")
+        if not prefix:
+            raise LakeError(
+                f"LOCATION '{location}' is a bucket root",
+                "point the volume at a subdirectory, e.g. s3://bucket/data/",
+            )
+        return scheme, parsed.netloc, prefix + "/"
+    raise LakeError(
+        f"LOCATION '{location}' has an unsupported scheme",
+        "use file:///path/, s3://bucket/prefix/, oss://… or cos://…",
+    )
