@@ -8,6 +8,9 @@ from sqlglot import exp
 
 from resources.errors import LakeError
 
+# Placeholders for volume files, directory tables and load history (see sql.sources).
+SOURCE_PREFIX = "__lake_source_"
+
 
 def _cte_names(expression: exp.Expression) -> set[str]:
     return {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
@@ -31,7 +34,7 @@ def _table_references(expression: exp.Expression) -> list[exp.Table]:
                 f"'{table.sql(dialect='spark')}' names a schema, and schemas are not supported yet",
                 "use the table's bare name: every object lives in one schema",
             )
-        if table.name.lower() not in ctes:
+        if table.name.lower() not in ctes and not table.name.startswith(SOURCE_PREFIX):
             references.append(table)
     return references
 

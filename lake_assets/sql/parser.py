@@ -10,14 +10,26 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 from sqlglot.tokens import Token, TokenType
 
+from lake_assets.sql.ingest_ddl import (
+    parse_alter_pipe,
+    parse_alter_volume,
+    parse_copy,
+    parse_create_connection,
+    parse_create_pipe,
+    parse_create_volume,
+)
+from lake_assets.sql.sources import extract_sources
 from lake_assets.sql.statements import (
     AlterTableProperties,
     CreateTable,
     DescribeHistory,
+    DescribeObject,
     DescribeTable,
     Dml,
+    DropObject,
     DropTable,
     Query,
+    ShowObjects,
     ShowTables,
     Statement,
 )
@@ -29,8 +41,8 @@ from resources.errors import LakeError
 CREATE_TABLE = "CREATE TABLE [IF NOT EXISTS] name (col TYPE [COMMENT '…'], …) [COMMENT '…']"
 DROP_TABLE = "DROP TABLE [IF EXISTS] name"
 ALTER_TABLE = "ALTER TABLE name SET PROPERTIES ('change_tracking' = 'true')"
-DESCRIBE = "DESC [TABLE] name | DESC HISTORY name"
-SHOW = "SHOW TABLES"
+DESCRIBE = "DESC [TABLE] name | DESC HISTORY name | DESC VOLUME|PIPE [EXTENDED]|CONNECTION name"
+SHOW = "SHOW TABLES | VOLUMES | PIPES | CONNECTIONS"
 
 # sqlglot's messages quote tokens as `<Token token_type: …, text: X, …>`; users need only X.
 _TOKEN_REPR = re.compile(r"<Token token_type: [^,]*, text: ([^,]*), [^>]*>|<class '[\w.]*\.(\w+)'>")
@@ -79,7 +91,7 @@ def parse_statement(text: str) -> Statement:
     first = cursor.word()
     parse = _DDL_PARSERS.get(first)
     if parse is not None:
-        return parse(cursor)
+        return parse(cursor, text)
     if first in _SPARK_STATEMENTS or (tokens and tokens[0].token_type == TokenType.L_PAREN):
         return _parse_spark(text)
     raise _unsupported(tokens)
@@ -93,9 +105,15 @@ def _unsupported(tokens: list[Token]) -> LakeError:
     )
 
 
-def _parse_create(cursor: TokenCursor) -> Statement:
+def _parse_create(cursor: TokenCursor, text: str) -> Statement:
     cursor.usage = CREATE_TABLE
     cursor.expect("CREATE")
+    if cursor.accept("STORAGE", "CONNECTION"):
+        return _finished(cursor, parse_create_connection(cursor))
+    if cursor.accept("EXTERNAL", "VOLUME"):
+        return _finished(cursor, parse_create_volume(cursor))
+    if cursor.accept("PIPE"):
+        return parse_create_pipe(cursor, text)
     if not cursor.accept("TABLE"):
         raise _unsupported(cursor.tokens)
     if_not_exists = cursor.accept("IF", "NOT", "EXISTS")
@@ -124,9 +142,36 @@ def _parse_column(cursor: TokenCursor) -> Column:
     return Column(name, column_type, comment)
 
 
-def _parse_drop(cursor: TokenCursor) -> Statement:
+def _finished(cursor: TokenCursor, statement: Statement) -> Statement:
+    cursor.expect_end()
+    return statement
+
+
+# Object kinds as DROP/SHOW/DESC spell them, and the kind the engine knows them by.
+_OBJECT_WORDS = {
+    ("VOLUME",): "volume",
+    ("PIPE",): "pipe",
+    ("STORAGE", "CONNECTION"): "connection",
+    ("CONNECTION",): "connection",
+}
+
+
+def _object_kind(cursor: TokenCursor, plural: bool = False) -> str | None:
+    for words, kind in _OBJECT_WORDS.items():
+        spelled = (*words[:-1], words[-1] + "S") if plural else words
+        if cursor.accept(*spelled):
+            return kind
+    return None
+
+
+def _parse_drop(cursor: TokenCursor, text: str) -> Statement:
     cursor.usage = DROP_TABLE
     cursor.expect("DROP")
+    kind = _object_kind(cursor)
+    if kind is not None:
+        cursor.usage = f"DROP {kind.upper()} [IF EXISTS] name"
+        if_exists = cursor.accept("IF", "EXISTS")
+        return _finished(cursor, DropObject(kind, cursor.name(f"a {kind} name"), if_exists))
     if not cursor.accept("TABLE"):
         raise _unsupported(cursor.tokens)
     if_exists = cursor.accept("IF", "EXISTS")
@@ -135,36 +180,30 @@ def _parse_drop(cursor: TokenCursor) -> Statement:
     return DropTable(name, if_exists)
 
 
-def _parse_alter(cursor: TokenCursor) -> Statement:
+def _parse_alter(cursor: TokenCursor, text: str) -> Statement:
     cursor.usage = ALTER_TABLE
     cursor.expect("ALTER")
+    if cursor.accept("VOLUME"):
+        return parse_alter_volume(cursor)
+    if cursor.accept("PIPE"):
+        return parse_alter_pipe(cursor)
     if not cursor.accept("TABLE"):
         raise _unsupported(cursor.tokens)
     name = cursor.name("a table name")
     if not cursor.accept("SET", "PROPERTIES"):
         raise _unsupported(cursor.tokens)
-    properties = parse_properties(cursor)
+    properties = cursor.properties()
     cursor.expect_end()
     return AlterTableProperties(name, properties)
 
 
-def parse_properties(cursor: TokenCursor) -> dict[str, str]:
-    """`('key' = 'value', …)`; keys are case-insensitive."""
-    cursor.expect_symbol(TokenType.L_PAREN, "(")
-    properties: dict[str, str] = {}
-    while True:
-        key = cursor.string("a quoted property name").lower()
-        cursor.expect_symbol(TokenType.EQ, "=")
-        properties[key] = cursor.string("a quoted property value")
-        if not cursor.accept_symbol(TokenType.COMMA):
-            break
-    cursor.expect_symbol(TokenType.R_PAREN, ")")
-    return properties
-
-
-def _parse_describe(cursor: TokenCursor) -> Statement:
+def _parse_describe(cursor: TokenCursor, text: str) -> Statement:
     cursor.usage = DESCRIBE
     cursor.position += 1
+    kind = _object_kind(cursor)
+    if kind is not None:
+        extended = cursor.accept("EXTENDED")
+        return _finished(cursor, DescribeObject(kind, cursor.name(f"a {kind} name"), extended))
     if cursor.word() == "HISTORY" and cursor.peek(1) is not None:
         cursor.position += 1
         statement: Statement = DescribeHistory(cursor.name("a table name"))
@@ -176,16 +215,24 @@ def _parse_describe(cursor: TokenCursor) -> Statement:
     return statement
 
 
-def _parse_show(cursor: TokenCursor) -> Statement:
+def _parse_show(cursor: TokenCursor, text: str) -> Statement:
     cursor.usage = SHOW
     cursor.expect("SHOW")
+    kind = _object_kind(cursor, plural=True)
+    if kind is not None:
+        return _finished(cursor, ShowObjects(kind))
     if not cursor.accept("TABLES"):
         raise _unsupported(cursor.tokens)
     cursor.expect_end()
     return ShowTables()
 
 
-_DDL_PARSERS: dict[str, Callable[[TokenCursor], Statement]] = {
+def _parse_copy(cursor: TokenCursor, text: str) -> Statement:
+    return parse_copy(cursor, text, _parse_spark)
+
+
+_DDL_PARSERS: dict[str, Callable[[TokenCursor, str], Statement]] = {
+    "COPY": _parse_copy,
     "CREATE": _parse_create,
     "DROP": _parse_drop,
     "ALTER": _parse_alter,
@@ -196,6 +243,7 @@ _DDL_PARSERS: dict[str, Callable[[TokenCursor], Statement]] = {
 
 
 def _parse_spark(text: str) -> Statement:
+    text, sources = extract_sources(text)
     try:
         expression = sqlglot.parse_one(text, read="spark")
     except ParseError as error:
@@ -211,7 +259,7 @@ def _parse_spark(text: str) -> Statement:
             f"correct the SQL near '{near}'" if near else "check the statement's syntax",
         ) from None
     if isinstance(expression, exp.Query):
-        return Query(expression)
+        return Query(expression, sources)
     if isinstance(expression, exp.Insert | exp.Update | exp.Delete | exp.Merge):
         target = expression.this
         if isinstance(target, exp.Schema):
@@ -221,5 +269,5 @@ def _parse_spark(text: str) -> Statement:
                 f"{type(expression).__name__.upper()} must name its target table",
                 "write the table's name after INTO / UPDATE / FROM",
             )
-        return Dml(type(expression).__name__.upper(), target.name.lower(), expression)
+        return Dml(type(expression).__name__.upper(), target.name.lower(), expression, sources)
     raise _unsupported(tokenize(text))

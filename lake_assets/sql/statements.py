@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 
@@ -49,6 +49,7 @@ class Query:
     """A SELECT (with joins, aggregates, UNION ALL, ORDER BY …) in Spark SQL."""
 
     expression: exp.Expression
+    sources: dict[str, Source] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,129 @@ class Dml:
     operation: str
     target: str
     expression: exp.Expression
+    sources: dict[str, Source] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class VolumeSource:
+    """Files of a volume read as a relation: `VOLUME v [(cols)] USING fmt [OPTIONS…] [FILES…]`."""
+
+    volume: str
+    file_format: str
+    columns: tuple[Column, ...] | None = None
+    options: dict[str, str] = field(default_factory=dict)
+    files: tuple[str, ...] | None = None
+    subdirectory: str | None = None
+
+
+@dataclass(frozen=True)
+class DirectorySource:
+    """`DIRECTORY(VOLUME v)`: the volume's directory table."""
+
+    volume: str
+
+
+@dataclass(frozen=True)
+class LoadHistorySource:
+    """`load_history('t')`: the table's load records of the retention window."""
+
+    table: str
+
+
+Source = VolumeSource | DirectorySource | LoadHistorySource
+
+
+@dataclass(frozen=True)
+class CreateConnection:
+    name: str
+    type: str
+    endpoint: str | None = None
+    access_id: str | None = None
+    access_key: str | None = None
+    region: str | None = None
+    role_arn: str | None = None
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class CreateVolume:
+    name: str
+    location: str
+    connection: str
+    directory_enabled: bool = True
+    auto_refresh: bool = False
+    recursive: bool = True
+    comment: str | None = None
+    queue_type: str | None = None
+    queue_name: str | None = None
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class RefreshVolume:
+    name: str
+
+
+@dataclass(frozen=True)
+class DropObject:
+    """DROP VOLUME / PIPE / STORAGE CONNECTION."""
+
+    kind: str
+    name: str
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class ShowObjects:
+    """SHOW VOLUMES / PIPES / CONNECTIONS."""
+
+    kind: str
+
+
+@dataclass(frozen=True)
+class DescribeObject:
+    """DESC VOLUME / PIPE [EXTENDED] / CONNECTION."""
+
+    kind: str
+    name: str
+    extended: bool = False
+
+
+@dataclass(frozen=True)
+class CopyIntoVolume:
+    volume: str
+    file_format: str
+    subdirectory: str = ""
+    table: str | None = None
+    query: Query | None = None
+    options: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CopyIntoTable:
+    table: str
+    source: VolumeSource
+    purge: bool = False
+    force: bool = False
+
+
+@dataclass(frozen=True)
+class CreatePipe:
+    name: str
+    copy: CopyIntoTable
+    copy_text: str
+    ingest_mode: str = "LIST_PURGE"
+    virtual_cluster: str | None = None
+    comment: str | None = None
+    poll_interval_seconds: int = 5
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class AlterPipe:
+    name: str
+    paused: bool | None = None
+    refresh: bool = False
 
 
 Statement = (
@@ -69,4 +193,14 @@ Statement = (
     | ShowTables
     | Query
     | Dml
+    | CreateConnection
+    | CreateVolume
+    | RefreshVolume
+    | DropObject
+    | ShowObjects
+    | DescribeObject
+    | CopyIntoVolume
+    | CopyIntoTable
+    | CreatePipe
+    | AlterPipe
 )

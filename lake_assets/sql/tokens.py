@@ -102,6 +102,45 @@ class TokenCursor:
         self.position += 1
         return int(token.text)
 
+    def boolean(self, what: str) -> bool:
+        if self.accept("TRUE"):
+            return True
+        if self.accept("FALSE"):
+            return False
+        self.fail(f"TRUE or FALSE for {what}")
+
+    def setting(self, what: str) -> str:
+        """The value of `KEY = value`: a string, a number, TRUE/FALSE or a bare word."""
+        token = self.peek()
+        if token is None or token.token_type in (TokenType.L_PAREN, TokenType.R_PAREN):
+            self.fail(what)
+        if token.token_type == TokenType.STRING:
+            return self.string(what)
+        self.position += 1
+        return token.text.upper() if token.token_type != TokenType.NUMBER else token.text
+
+    def properties(self) -> dict[str, str]:
+        """`('key' = 'value', …)`; keys are case-insensitive."""
+        self.expect_symbol(TokenType.L_PAREN, "(")
+        found: dict[str, str] = {}
+        while True:
+            key = self.string("a quoted property name").lower()
+            self.expect_symbol(TokenType.EQ, "=")
+            found[key] = self.string("a quoted property value")
+            if not self.accept_symbol(TokenType.COMMA):
+                break
+        self.expect_symbol(TokenType.R_PAREN, ")")
+        return found
+
+    def strings(self, what: str) -> tuple[str, ...]:
+        """`('a', 'b', …)`."""
+        self.expect_symbol(TokenType.L_PAREN, "(")
+        values = [self.string(what)]
+        while self.accept_symbol(TokenType.COMMA):
+            values.append(self.string(what))
+        self.expect_symbol(TokenType.R_PAREN, ")")
+        return tuple(values)
+
     def accept_symbol(self, token_type: TokenType) -> bool:
         token = self.peek()
         if token is not None and token.token_type == token_type:
