@@ -56,9 +56,7 @@ def _session(settings: LakeSettings) -> LakeSession:
     resource = DeltaSparkResource.from_settings(
         settings, console_log=str(settings.log_dir / "spark-console.log")
     )
-    return LakeSession(
-        Catalog(settings.catalog_path), settings.warehouse, lambda: resource.spark_session
-    )
+    return LakeSession(Catalog(settings.catalog_path), settings, lambda: resource.spark_session)
 
 
 def run_sql(args: argparse.Namespace) -> int:

@@ -38,6 +38,8 @@ CREATE TABLE IF NOT EXISTS load_history (
     commit_version      INTEGER
 );
 CREATE INDEX IF NOT EXISTS load_history_by_path ON load_history (table_name, file_path);
+CREATE UNIQUE INDEX IF NOT EXISTS load_history_by_commit
+    ON load_history (table_name, file_path, commit_version);
 CREATE TABLE IF NOT EXISTS load_marks (
     table_name TEXT PRIMARY KEY,
     version    INTEGER NOT NULL
@@ -267,10 +269,10 @@ class Catalog:
         return entry
 
     def record_loads(self, table: str, records: list[LoadRecord], version: int | None) -> None:
-        """Add load records; `version` (the commit that carried them) moves the table's mark."""
+        """Add load records (a commit's records only once); `version` moves the table's mark."""
         with self._transaction() as conn:
             conn.executemany(
-                "INSERT INTO load_history VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO load_history VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(table, *record.values()) for record in records],
             )
             if version is not None:

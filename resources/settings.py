@@ -42,6 +42,7 @@ class LakeSettings:
     spark_master: str = DEFAULT_SPARK_MASTER
     jars_dir: Path = field(default_factory=_default_jars_dir)
     spark_conf: dict[str, str] = field(default_factory=dict)
+    load_history_days: float = 7.0
 
     @property
     def catalog_path(self) -> Path:
@@ -57,7 +58,7 @@ class LakeSettings:
 
     @classmethod
     def from_env(cls) -> LakeSettings:
-        """Read LAKE_HOME, LAKE_SPARK_MASTER, LAKE_JARS_DIR and LAKE_SPARK_CONF."""
+        """Read the LAKE_* variables (see README: Configuration)."""
         env = os.environ
         return cls(
             lake_home=Path(env["LAKE_HOME"]) if env.get("LAKE_HOME") else _default_lake_home(),
@@ -66,4 +67,5 @@ class LakeSettings:
             if env.get("LAKE_JARS_DIR")
             else _default_jars_dir(),
             spark_conf=_parse_spark_conf(env.get("LAKE_SPARK_CONF", "")),
+            load_history_days=float(env.get("LAKE_LOAD_HISTORY_DAYS") or 7),
         )

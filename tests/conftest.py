@@ -27,4 +27,5 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
 
 @pytest.fixture
 def lake(spark: SparkSession, tmp_path: Path) -> LakeSession:
-    return LakeSession(Catalog(tmp_path / "catalog.db"), tmp_path / "warehouse", lambda: spark)
+    settings = LakeSettings(lake_home=tmp_path)
+    return LakeSession(Catalog(settings.catalog_path), settings, lambda: spark)

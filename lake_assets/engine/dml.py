@@ -9,7 +9,7 @@ from pyspark.sql import SparkSession
 from lake_assets.engine.delta import COMMIT_TAG_CONF, history, row_changes, row_count
 from lake_assets.engine.results import Result
 from lake_assets.sql.statements import Dml
-from resources.catalog import Catalog
+from resources.catalog import Catalog, TableEntry
 
 # A commit is looked for among this many newest ones (other writers may have committed since).
 _HISTORY_WINDOW = 50
@@ -32,14 +32,26 @@ def run_dml(spark: SparkSession, catalog: Catalog, stmt: Dml, bound_sql: str) ->
         return Result.status(f"{stmt.operation}: no change to {stmt.target}")
     version = commit["version"]
     changes = row_changes(commit["operation"], commit["operationMetrics"])
-    if changes is not None and target.version == version - 1 and target.row_count is not None:
-        # The commit directly follows the state we know: its metrics give the count exactly.
-        rows = target.row_count + changes[0] - changes[2]
-    else:
-        rows = row_count(spark, target.location, version)
-    catalog.record_table_state(target, version, rows)
+    rows = record_commit_state(spark, catalog, target, version, changes)
     inserted, updated, deleted = changes or ("?", "?", "?")
     return Result.status(
         f"{stmt.operation}: {inserted} inserted, {updated} updated, {deleted} deleted; "
         f"{stmt.target} is at version {version} with {rows} rows"
     )
+
+
+def record_commit_state(
+    spark: SparkSession,
+    catalog: Catalog,
+    before: TableEntry,
+    version: int,
+    changes: tuple[int, int, int] | None,
+) -> int:
+    """Record a commit's version and row count; return the count."""
+    if changes is not None and before.version == version - 1 and before.row_count is not None:
+        # The commit directly follows the state we know: its metrics give the count exactly.
+        rows = before.row_count + changes[0] - changes[2]
+    else:
+        rows = row_count(spark, before.location, version)
+    catalog.record_table_state(before, version, rows)
+    return rows

@@ -3,39 +3,56 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
+from dataclasses import replace
 
-from pyspark.sql import Row, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 
-from lake_assets.engine import tables
+from lake_assets.engine import objects, pipes, tables, volumes
 from lake_assets.engine.dml import run_dml
+from lake_assets.engine.load_history import load_history_frame
 from lake_assets.engine.results import Result
 from lake_assets.engine.spark_errors import translate_spark_error
 from lake_assets.sql.binding import bind_tables, referenced_tables
 from lake_assets.sql.parser import StatementError, parse_script
 from lake_assets.sql.statements import (
+    AlterPipe,
     AlterTableProperties,
+    CopyIntoTable,
+    CopyIntoVolume,
+    CreateConnection,
+    CreatePipe,
     CreateTable,
+    CreateVolume,
     DescribeHistory,
+    DescribeObject,
     DescribeTable,
+    DirectorySource,
     Dml,
+    DropObject,
     DropTable,
+    LoadHistorySource,
     Query,
+    RefreshVolume,
+    ShowObjects,
     ShowTables,
+    Source,
     Statement,
 )
 from resources.catalog import Catalog
+from resources.entries import PipeEntry, VolumeEntry
 from resources.errors import LakeError
+from resources.settings import LakeSettings
 
 
 class LakeSession:
     """Statements that only read the catalog (SHOW, DESC) never start Spark."""
 
     def __init__(
-        self, catalog: Catalog, warehouse: Path, spark: Callable[[], SparkSession]
+        self, catalog: Catalog, settings: LakeSettings, spark: Callable[[], SparkSession]
     ) -> None:
         self.catalog = catalog
-        self.warehouse = warehouse
+        self.settings = settings
+        self.warehouse = settings.warehouse
         self._spark = spark
 
     @property
@@ -84,34 +101,90 @@ class LakeSession:
             raise self._translate(error) from error
 
     def _dispatch(self, statement: Statement) -> Result:
+        catalog, settings = self.catalog, self.settings
         match statement:
             case CreateTable():
-                return tables.create_table(self.spark, self.catalog, self.warehouse, statement)
+                return tables.create_table(self.spark, catalog, self.warehouse, statement)
             case DropTable():
-                return tables.drop_table(self.catalog, statement)
+                return tables.drop_table(catalog, statement)
             case AlterTableProperties():
-                return tables.alter_properties(self.spark, self.catalog, statement)
+                return tables.alter_properties(self.spark, catalog, statement)
             case DescribeTable():
-                return tables.describe_table(self.catalog, statement)
+                return tables.describe_table(catalog, statement)
             case DescribeHistory():
-                return tables.describe_history(self.spark, self.catalog, statement)
+                return tables.describe_history(self.spark, catalog, statement)
             case ShowTables():
-                return tables.show_tables(self.catalog)
+                return tables.show_tables(catalog)
             case Dml():
                 bound = self._bind(statement)  # before Spark: unknown names fail without a JVM
-                return run_dml(self.spark, self.catalog, statement, bound)
+                return run_dml(self.spark, catalog, statement, bound)
             case Query():
                 bound = self._bind(statement)
                 frame = self.spark.sql(bound)
                 return Result(frame.columns, self._stream(frame.toLocalIterator()))
+            case CreateConnection():
+                return volumes.create_connection(catalog, settings, statement)
+            case CreateVolume():
+                return volumes.create_volume(self.spark, catalog, settings, statement)
+            case RefreshVolume():
+                volume = catalog.get_object(VolumeEntry, statement.name)
+                store = volumes.store_of(catalog, settings, volume)
+                return Result.status(volumes.refresh_directory(self.spark, volume, store))
+            case CopyIntoVolume():
+                return self._copy_into_volume(statement)
+            case CopyIntoTable():
+                return pipes.copy_into_table(self.spark, catalog, settings, statement)
+            case CreatePipe():
+                return pipes.create_pipe(catalog, settings, statement)
+            case AlterPipe():
+                return self._alter_pipe(statement)
+            case ShowObjects() | DescribeObject() | DropObject():
+                return objects.manage(catalog, settings, statement)
         raise AssertionError(f"no handler for {statement!r}")
 
+    def _copy_into_volume(self, statement: CopyIntoVolume) -> Result:
+        volume = self.catalog.get_object(VolumeEntry, statement.volume)
+        store = volumes.store_of(self.catalog, self.settings, volume)
+        if statement.table is not None:
+            location = self.catalog.table(statement.table).location
+            frame = self.spark.read.format("delta").load(location)
+        else:
+            frame = self.spark.sql(self._bind(statement.query))
+        staging = self.settings.lake_home / "tmp"
+        return volumes.copy_into_volume(self.spark, volume, store, frame, statement, staging)
+
+    def _alter_pipe(self, statement: AlterPipe) -> Result:
+        pipe = self.catalog.get_object(PipeEntry, statement.name)
+        if statement.refresh:
+            outcome = pipes.ingest(
+                self.spark, self.catalog, self.settings, pipes.pipe_copy(pipe), pipe.name
+            )
+            return Result.status(outcome.summary())
+        self.catalog.update_object(replace(pipe, paused=bool(statement.paused)))
+        state = "PAUSED" if statement.paused else "RUNNING"
+        return Result.status(f"pipe {pipe.name} is {state}")
+
     def _bind(self, statement: Query | Dml) -> str:
+        """Spark SQL with catalog tables as Delta paths and special sources as temporary views."""
         locations = {
             name: self.catalog.table(name).location
             for name in referenced_tables(statement.expression)
         }
-        return bind_tables(statement.expression, locations.__getitem__)
+        bound = bind_tables(statement.expression, locations.__getitem__)
+        for placeholder, source in statement.sources.items():
+            self._source_frame(source).createOrReplaceTempView(placeholder)
+        return bound
+
+    def _source_frame(self, source: Source) -> DataFrame:
+        catalog, settings = self.catalog, self.settings
+        if isinstance(source, LoadHistorySource):
+            return load_history_frame(self.spark, catalog, settings, source.table)
+        volume = catalog.get_object(VolumeEntry, source.volume)
+        store = volumes.store_of(catalog, settings, volume)
+        if isinstance(source, DirectorySource):
+            return volumes.directory_frame(self.spark, volume, store)
+        files = volumes.source_files(source, volume, store)
+        return volumes.read_files(self.spark, source, store, files)
 
 
 def _numbered(rows: Iterable[Row], number: int) -> Iterator[Row]:

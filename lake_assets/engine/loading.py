@@ -1,0 +1,279 @@
+"""COPY INTO a table from a volume, exactly once.
+
+A batch's rows and its load records go into ONE Delta commit: the records ride in the commit's
+userMetadata. The SQLite load-history index is rebuilt from those commits (`reconcile`) before
+every load, so a crash between the commit and the index update loses nothing and loads nothing
+twice. Concurrent loaders are fenced by Delta's idempotent writes (txnAppId/txnVersion)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from lake_assets.engine.delta import history
+from lake_assets.engine.diagnose import first_problem
+from lake_assets.engine.dml import record_commit_state
+from lake_assets.engine.volumes import column_ddl, reader_options
+from lake_assets.sql.statements import VolumeSource
+from resources.catalog import Catalog, Column, LoadRecord, TableEntry, now_utc
+from resources.errors import LakeError
+from resources.storage import FileInfo, VolumeStore
+
+LOADED, LOAD_FAILED = "LOADED", "LOAD_FAILED"
+# Files modified this recently may still be being written; they wait for the next look.
+SETTLE_SECONDS = 1.0
+_CORRUPT = "_lake_corrupt_record"
+_FILE = "_lake_file"
+
+
+@dataclass
+class LoadOutcome:
+    table: str
+    version: int | None
+    records: list[LoadRecord]
+    purged: list[str]
+
+    @property
+    def rows(self) -> int:
+        return sum(record.rows_loaded for record in self.records if record.status == LOADED)
+
+    def count(self, status: str) -> int:
+        return sum(1 for record in self.records if record.status == status)
+
+    def summary(self) -> str:
+        at = f"; {self.table} is at version {self.version}" if self.version is not None else ""
+        return (
+            f"COPY: {self.count(LOADED)} files loaded ({self.rows} rows), "
+            f"{self.count(LOAD_FAILED)} failed, {len(self.purged)} purged{at}"
+        )
+
+
+def _load_metadata(user_metadata: str | None) -> dict | None:
+    if not user_metadata or not user_metadata.startswith('{"lake_load"'):
+        return None
+    return json.loads(user_metadata)
+
+
+def reconcile(spark: SparkSession, catalog: Catalog, table: TableEntry) -> None:
+    """Copy the load records carried by commits newer than the index's mark into the index."""
+    mark = catalog.load_mark(table.name)
+    commits = [c for c in history(spark, table.location) if c["version"] > mark]
+    if not commits:
+        return
+    records = []
+    for commit in commits:
+        metadata = _load_metadata(commit["userMetadata"])
+        if metadata is None:
+            continue
+        for path, size, modified, rows in metadata["files"]:
+            records.append(
+                LoadRecord(
+                    path, metadata["time"], size, modified, LOADED, rows, None,
+                    metadata.get("pipe"), commit["version"],
+                )
+            )  # fmt: skip
+    catalog.record_loads(table.name, records, max(c["version"] for c in commits))
+
+
+def pending_files(
+    catalog: Catalog, table: str, files: list[FileInfo], retention_days: float, force: bool = False
+) -> list[FileInfo]:
+    """Files not loaded within the retention window, not failed as they are, and settled."""
+    now = datetime.now(UTC)
+    since = (now - timedelta(days=retention_days)).isoformat(timespec="milliseconds")
+    records = catalog.load_history(table, since)
+    loaded = {r.file_path for r in records if r.status == LOADED}
+    failed = {
+        (r.file_path, r.file_size, r.file_modified) for r in records if r.status == LOAD_FAILED
+    }
+    settled = now - timedelta(seconds=SETTLE_SECONDS)
+    return [
+        info
+        for info in files
+        if info.last_modified <= settled
+        and (
+            force
+            or (
+                info.url not in loaded
+                and (info.url, info.size, info.last_modified.isoformat()) not in failed
+            )
+        )
+    ]
+
+
+def loaded_files(
+    catalog: Catalog, table: str, files: list[FileInfo], retention_days: float
+) -> list[FileInfo]:
+    """Files whose rows are committed: the only ones PURGE may delete."""
+    since = (datetime.now(UTC) - timedelta(days=retention_days)).isoformat(timespec="milliseconds")
+    loaded = {r.file_path for r in catalog.load_history(table, since) if r.status == LOADED}
+    return [info for info in files if info.url in loaded]
+
+
+def _target_columns(table: TableEntry, source: VolumeSource) -> tuple[Column, ...]:
+    """The columns read from the files: the table's, or the COPY's own list mapped onto them."""
+    if not source.columns:
+        return table.columns
+    names = {column.name.lower() for column in source.columns}
+    missing = [c.name for c in table.columns if c.name.lower() not in names]
+    if missing:
+        raise LakeError(
+            f"column {missing[0]} of table {table.name} is not in the COPY's column list",
+            "list every table column in FROM VOLUME v (col TYPE, …)",
+        )
+    return source.columns
+
+
+def _parse(
+    spark: SparkSession, source: VolumeSource, columns: tuple[Column, ...], paths: list[str]
+) -> DataFrame:
+    reader = spark.read.format(source.file_format.lower()).options(**reader_options(source))
+    if source.file_format == "PARQUET":
+        frame = reader.load(paths)
+        present = {name.lower(): name for name in frame.columns}
+        selected = [
+            F.col(f"`{present[c.name.lower()]}`").cast(c.type).alias(c.name)
+            if c.name.lower() in present
+            else F.lit(None).cast(c.type).alias(c.name)
+            for c in columns
+        ]
+        missing = [c.name for c in columns if c.name.lower() not in present]
+        problem = F.lit(f"column {missing[0]} is missing") if missing else F.lit(None)
+        return frame.select(
+            *selected,
+            problem.cast("string").alias(_CORRUPT),
+            F.col("_metadata.file_path").alias(_FILE),
+        )
+    frame = (
+        reader.option("mode", "PERMISSIVE")
+        .option("columnNameOfCorruptRecord", _CORRUPT)
+        .schema(f"{column_ddl(columns)}, `{_CORRUPT}` STRING")
+        .load(paths)
+    )
+    return frame.withColumn(_FILE, F.col("_metadata.file_path"))
+
+
+def load(
+    spark: SparkSession,
+    catalog: Catalog,
+    table: TableEntry,
+    source: VolumeSource,
+    store: VolumeStore,
+    files: list[FileInfo],
+    *,
+    pipe: str | None = None,
+) -> LoadOutcome:
+    """Load `files` (already filtered to pending ones) into `table` in one commit."""
+    if not files:
+        return LoadOutcome(table.name, None, [], [])
+    columns = _target_columns(table, source)
+    local = {str(store.local_path(info.relative_path)): info for info in files}
+    frame = _parse(spark, source, columns, list(local)).cache()
+    try:
+        stats = (
+            frame.groupBy(_FILE)
+            .agg(
+                F.count(F.lit(1)).alias("rows"),
+                F.count(F.col(_CORRUPT)).alias("bad"),
+                F.first(F.col(_CORRUPT), ignorenulls=True).alias("first_bad"),
+            )
+            .collect()
+        )
+        by_path = {_local_path(row[_FILE]): row for row in stats}
+        bad_uris = [row[_FILE] for row in stats if row["bad"]]
+        now = now_utc()
+        good: list[tuple[FileInfo, int]] = []
+        failed: list[LoadRecord] = []
+        for path, info in local.items():
+            row = by_path.get(path)
+            if row is not None and row["bad"]:
+                message = first_problem(source, columns, row["first_bad"])
+                failed.append(_record(info, now, LOAD_FAILED, 0, message, pipe, None))
+            else:
+                good.append((info, row["rows"] if row is not None else 0))
+        version = None
+        loaded: list[LoadRecord] = []
+        if good:
+            rows = frame.filter(~F.col(_FILE).isin(bad_uris)) if bad_uris else frame
+            version = _commit(
+                spark, catalog, table, _as_table_rows(rows, table, columns), good, now, pipe
+            )
+            loaded = [
+                _record(info, now, LOADED, count, None, pipe, version) for info, count in good
+            ]
+    finally:
+        frame.unpersist()
+    catalog.record_loads(table.name, loaded + failed, None)
+    return LoadOutcome(table.name, version, loaded + failed, [])
+
+
+def _as_table_rows(frame: DataFrame, table: TableEntry, columns: tuple[Column, ...]) -> DataFrame:
+    """The table's columns in its order and types, from the columns the files were read with."""
+    read = {c.name.lower(): c.name for c in columns}
+    return frame.select(
+        *[F.col(f"`{read[c.name.lower()]}`").cast(c.type).alias(c.name) for c in table.columns]
+    )
+
+
+def _local_path(uri: str) -> str:
+    """Spark's file URI (file:/x or file:///x) back to the local path it was given."""
+    if not uri.startswith("file:"):
+        return uri
+    return "/" + uri.removeprefix("file:").lstrip("/")
+
+
+def _record(
+    info: FileInfo, now: str, status: str, rows: int, error: str | None, pipe: str | None,
+    version: int | None,
+) -> LoadRecord:  # fmt: skip
+    return LoadRecord(
+        info.url, now, info.size, info.last_modified.isoformat(), status, rows, error, pipe, version
+    )
+
+
+def _commit(
+    spark: SparkSession,
+    catalog: Catalog,
+    table: TableEntry,
+    rows: DataFrame,
+    good: list[tuple[FileInfo, int]],
+    now: str,
+    pipe: str | None,
+) -> int:
+    """Append the rows with their files' load records in the same commit; return its version."""
+    tag = uuid.uuid4().hex
+    metadata = json.dumps(
+        {
+            "lake_load": 1,
+            "tag": tag,
+            "pipe": pipe,
+            "time": now,
+            "files": [[i.url, i.size, i.last_modified.isoformat(), n] for i, n in good],
+        }
+    )
+    before = catalog.table(table.name)
+    latest = history(spark, table.location, 1)[0]["version"]
+    (
+        rows.write.format("delta")
+        .mode("append")
+        .option("txnAppId", f"lake-load-{table.name}")
+        .option("txnVersion", latest + 1)
+        .option("userMetadata", metadata)
+        .save(table.location)
+    )
+    commit = next(
+        (c for c in history(spark, table.location, 50) if tag in (c["userMetadata"] or "")), None
+    )
+    if commit is None:
+        raise LakeError(
+            f"another load into {table.name} committed at the same moment; nothing was written",
+            "run the load again: files already loaded are skipped",
+        )
+    inserted = sum(count for _, count in good)
+    record_commit_state(spark, catalog, before, commit["version"], (inserted, 0, 0))
+    return commit["version"]

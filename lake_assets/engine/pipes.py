@@ -1,0 +1,157 @@
+"""Pipes and one-shot COPY INTO: list a volume, load what is pending, purge what was loaded."""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+from lake_assets.engine.loading import (
+    LoadOutcome,
+    load,
+    loaded_files,
+    pending_files,
+    reconcile,
+)
+from lake_assets.engine.results import Result
+from lake_assets.engine.volumes import source_files, store_of
+from lake_assets.sql.ingest_ddl import parse_copy_into_table
+from lake_assets.sql.statements import CopyIntoTable, CreatePipe
+from lake_assets.sql.tokens import TokenCursor, tokenize
+from resources.catalog import Catalog, now_utc
+from resources.entries import PipeEntry, VolumeEntry
+from resources.errors import LakeError
+from resources.settings import LakeSettings
+from resources.storage import FileInfo, VolumeStore
+
+
+def pipe_copy(pipe: PipeEntry) -> CopyIntoTable:
+    """The pipe's COPY statement, parsed again from the text the catalog keeps."""
+    cursor = TokenCursor(tokenize(pipe.copy_statement))
+    cursor.expect("COPY", "INTO")
+    return parse_copy_into_table(cursor)
+
+
+def ingest(
+    spark: SparkSession,
+    catalog: Catalog,
+    settings: LakeSettings,
+    copy: CopyIntoTable,
+    pipe: str | None = None,
+) -> LoadOutcome:
+    """Load every pending file of the COPY's volume once; with PURGE, delete the loaded ones."""
+    table = catalog.table(copy.table)
+    volume = catalog.get_object(VolumeEntry, copy.source.volume)
+    store = store_of(catalog, settings, volume)
+    reconcile(spark, catalog, table)
+    files = source_files(copy.source, volume, store)
+    todo = pending_files(catalog, table.name, files, settings.load_history_days, copy.force)
+    outcome = load(spark, catalog, table, copy.source, store, todo, pipe=pipe)
+    if copy.purge:
+        outcome.purged = purge(catalog, settings, table.name, store, files)
+    return outcome
+
+
+def purge(
+    catalog: Catalog, settings: LakeSettings, table: str, store: VolumeStore, files: list[FileInfo]
+) -> list[str]:
+    """Delete source files whose rows are committed, including ones a crash left behind."""
+    done = loaded_files(catalog, table, files, settings.load_history_days)
+    for info in done:
+        store.delete(info.relative_path)
+    return [info.relative_path for info in done]
+
+
+def copy_into_table(
+    spark: SparkSession, catalog: Catalog, settings: LakeSettings, copy: CopyIntoTable
+) -> Result:
+    return Result.status(ingest(spark, catalog, settings, copy).summary())
+
+
+def create_pipe(catalog: Catalog, settings: LakeSettings, stmt: CreatePipe) -> Result:
+    if catalog.find_object(PipeEntry, stmt.name) is not None:
+        if stmt.if_not_exists:
+            return Result.status(f"pipe {stmt.name} already exists; nothing to do")
+        raise LakeError(f"pipe {stmt.name} already exists", "pick another name or DROP PIPE first")
+    catalog.table(stmt.copy.table)
+    volume = catalog.get_object(VolumeEntry, stmt.copy.source.volume)
+    sharing = [p.name for p in catalog.objects(PipeEntry) if p.volume == volume.name]
+    if sharing:
+        raise LakeError(
+            f"volume {volume.name} already feeds pipe {sharing[0]}",
+            "give each pipe its own volume (a separate subdirectory)",
+        )
+    if stmt.ingest_mode == "EVENT_NOTIFICATION":
+        raise LakeError(
+            "not supported yet: INGEST_MODE = 'EVENT_NOTIFICATION'",
+            "use INGEST_MODE = 'LIST_PURGE' for now",
+        )
+    store_of(catalog, settings, volume)
+    catalog.add_object(
+        PipeEntry(
+            name=stmt.name,
+            created_at=now_utc(),
+            volume=volume.name,
+            table=stmt.copy.table,
+            copy_statement=stmt.copy_text,
+            ingest_mode=stmt.ingest_mode,
+            virtual_cluster=stmt.virtual_cluster,
+            comment=stmt.comment,
+            poll_interval_seconds=stmt.poll_interval_seconds,
+        )
+    )
+    return Result.status(
+        f"created pipe {stmt.name}: RUNNING, looks for new files in volume {volume.name} "
+        f"every {stmt.poll_interval_seconds} s (with the Dagster daemon running)"
+    )
+
+
+def pending_for(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry) -> list[FileInfo]:
+    """Files the pipe would load now; cheap (a listing and the index), no Spark."""
+    copy = pipe_copy(pipe)
+    volume = catalog.get_object(VolumeEntry, copy.source.volume)
+    store = store_of(catalog, settings, volume)
+    files = source_files(copy.source, volume, store)
+    return pending_files(catalog, copy.table, files, settings.load_history_days)
+
+
+def invalid_reason(catalog: Catalog, pipe: PipeEntry) -> str | None:
+    if catalog.find_table(pipe.table) is None:
+        return f"table {pipe.table} does not exist"
+    if catalog.find_object(VolumeEntry, pipe.volume) is None:
+        return f"volume {pipe.volume} does not exist"
+    return None
+
+
+def describe_pipe(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry) -> Result:
+    reason = invalid_reason(catalog, pipe)
+    pending = None if reason else len(pending_for(catalog, settings, pipe))
+    loads = [r for r in catalog.load_history(pipe.table) if r.pipe_name == pipe.name]
+    values = {
+        "name": pipe.name,
+        "pipe_status": "PAUSED" if pipe.paused else "RUNNING",
+        "pipe_kind": "VOLUME",
+        "ingest_mode": pipe.ingest_mode,
+        "input_name": pipe.volume,
+        "output_name": pipe.table,
+        "copy_statement": pipe.copy_statement,
+        "virtual_cluster": pipe.virtual_cluster,
+        "poll_interval_seconds": pipe.poll_interval_seconds,
+        "invalid_reason": reason,
+        "files_pending": pending,
+        "files_loaded": sum(1 for r in loads if r.status == "LOADED"),
+        "files_failed": sum(1 for r in loads if r.status == "LOAD_FAILED"),
+        "last_load": loads[0].last_copy_time if loads else None,
+        "comment": pipe.comment,
+        "created_at": pipe.created_at,
+    }
+    return Result(["property", "value"], list(values.items()))
+
+
+def show_pipes(catalog: Catalog) -> Result:
+    return Result(
+        ["name", "pipe_status", "pipe_kind", "input_name", "output_name", "ingest_mode", "comment"],
+        [
+            (p.name, "PAUSED" if p.paused else "RUNNING", "VOLUME", p.volume, p.table,
+             p.ingest_mode, p.comment)
+            for p in catalog.objects(PipeEntry)
+        ],
+    )  # fmt: skip

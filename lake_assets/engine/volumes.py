@@ -1,0 +1,244 @@
+"""Storage connections and external volumes: directory tables, reading files, exporting files."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
+
+from lake_assets.engine.delta import delta_ref
+from lake_assets.engine.results import Result
+from lake_assets.sql.statements import (
+    CopyIntoVolume,
+    CreateConnection,
+    CreateVolume,
+    VolumeSource,
+)
+from resources.catalog import Catalog, Column, now_utc
+from resources.entries import ConnectionEntry, PipeEntry, VolumeEntry
+from resources.errors import LakeError
+from resources.secrets import seal, shown
+from resources.settings import LakeSettings
+from resources.storage import FileInfo, VolumeStore, inside, split_location
+from resources.volumes import open_store
+
+DIRECTORY_SCHEMA = StructType(
+    [
+        StructField("relative_path", StringType(), False),
+        StructField("size", LongType(), False),
+        StructField("last_modified_time", TimestampType(), False),
+        StructField("url", StringType(), False),
+        StructField("etag", StringType(), False),
+    ]
+)
+_EXTENSIONS = {"CSV": "csv", "PARQUET": "parquet", "JSON": "json"}
+
+
+def create_connection(catalog: Catalog, settings: LakeSettings, stmt: CreateConnection) -> Result:
+    if catalog.find_object(ConnectionEntry, stmt.name) is not None and stmt.if_not_exists:
+        return Result.status(f"storage connection {stmt.name} already exists; nothing to do")
+    catalog.add_object(
+        ConnectionEntry(
+            name=stmt.name,
+            created_at=now_utc(),
+            type=stmt.type,
+            endpoint=stmt.endpoint,
+            access_id=seal(stmt.access_id, settings.lake_home),
+            access_key=seal(stmt.access_key, settings.lake_home),
+            region=stmt.region,
+            role_arn=stmt.role_arn,
+        )
+    )
+    return Result.status(f"created storage connection {stmt.name}")
+
+
+def describe_connection(entry: ConnectionEntry) -> Result:
+    return _properties(
+        name=entry.name,
+        type=entry.type,
+        endpoint=entry.endpoint,
+        access_id=shown(entry.access_id),
+        access_key=shown(entry.access_key),
+        region=entry.region,
+        role_arn=entry.role_arn,
+        created_at=entry.created_at,
+    )
+
+
+def _properties(**values: object) -> Result:
+    return Result(["property", "value"], [(key, value) for key, value in values.items()])
+
+
+def store_of(catalog: Catalog, settings: LakeSettings, volume: VolumeEntry) -> VolumeStore:
+    connection = catalog.get_object(ConnectionEntry, volume.connection)
+    return open_store(volume, connection, settings.lake_home)
+
+
+def create_volume(
+    spark: SparkSession, catalog: Catalog, settings: LakeSettings, stmt: CreateVolume
+) -> Result:
+    if catalog.find_object(VolumeEntry, stmt.name) is not None:
+        if stmt.if_not_exists:
+            return Result.status(f"volume {stmt.name} already exists; nothing to do")
+        raise LakeError(f"volume {stmt.name} already exists", "pick another name or DROP it first")
+    split_location(stmt.location)
+    directory = str(settings.warehouse / "_directories" / f"{stmt.name}-{uuid.uuid4().hex[:12]}")
+    entry = VolumeEntry(
+        name=stmt.name,
+        created_at=now_utc(),
+        location=stmt.location,
+        connection=stmt.connection,
+        directory_enabled=stmt.directory_enabled,
+        auto_refresh=stmt.auto_refresh,
+        recursive=stmt.recursive,
+        comment=stmt.comment,
+        directory_location=directory,
+        queue_type=stmt.queue_type,
+        queue_name=stmt.queue_name,
+    )
+    store = store_of(catalog, settings, entry)
+    (
+        spark.createDataFrame([], DIRECTORY_SCHEMA)
+        .write.format("delta")
+        .option("delta.enableChangeDataFeed", "true")
+        .save(directory)
+    )
+    catalog.add_object(entry)
+    refresh_directory(spark, entry, store)
+    return Result.status(f"created volume {stmt.name}")
+
+
+def refresh_directory(spark: SparkSession, volume: VolumeEntry, store: VolumeStore) -> str:
+    """Bring the directory table in line with a fresh listing, as one MERGE."""
+    files = store.list(recursive=volume.recursive)
+    listing = spark.createDataFrame(
+        [
+            (f.relative_path, f.size, f.last_modified.replace(tzinfo=None), f.url, f.etag)
+            for f in files
+        ],
+        DIRECTORY_SCHEMA,
+    )
+    listing.createOrReplaceTempView("__lake_listing")
+    spark.sql(
+        f"""MERGE INTO {delta_ref(volume.directory_location)} d
+        USING __lake_listing l ON d.relative_path = l.relative_path
+        WHEN MATCHED AND (d.etag <> l.etag OR d.size <> l.size) THEN UPDATE SET *
+        WHEN NOT MATCHED THEN INSERT *
+        WHEN NOT MATCHED BY SOURCE THEN DELETE"""
+    ).collect()
+    return f"refreshed volume {volume.name}: {len(files)} files"
+
+
+def directory_frame(spark: SparkSession, volume: VolumeEntry, store: VolumeStore) -> DataFrame:
+    """DIRECTORY(VOLUME v); volumes with AUTO_REFRESH are refreshed first."""
+    if not volume.directory_enabled:
+        raise LakeError(
+            f"volume {volume.name} has no directory table",
+            "create it with DIRECTORY = (ENABLE = TRUE)",
+        )
+    if volume.auto_refresh:
+        refresh_directory(spark, volume, store)
+    return spark.read.format("delta").load(volume.directory_location)
+
+
+def source_files(source: VolumeSource, volume: VolumeEntry, store: VolumeStore) -> list[FileInfo]:
+    """The files a VOLUME source names: FILES(…) (relative to SUBDIRECTORY, if any) or all."""
+    folder = inside(source.subdirectory or "", "SUBDIRECTORY")
+    listed = store.list(folder, recursive=volume.recursive or source.files is not None)
+    if source.files is None:
+        return listed
+    by_path = {info.relative_path: info for info in listed}
+    wanted = []
+    for name in source.files:
+        path = inside(_joined(folder, name), "FILES entry")
+        if path not in by_path:
+            raise LakeError(
+                f"file {name} is not in volume {volume.name}",
+                f"list the files with SELECT * FROM DIRECTORY(VOLUME {volume.name})",
+            )
+        wanted.append(by_path[path])
+    return wanted
+
+
+def reader_options(source: VolumeSource) -> dict[str, str]:
+    options = dict(source.options)
+    if source.file_format == "JSON":
+        options.setdefault("multiLine", "false")
+    return options
+
+
+def read_files(
+    spark: SparkSession, source: VolumeSource, store: VolumeStore, files: list[FileInfo]
+) -> DataFrame:
+    """SELECT … FROM VOLUME v …: CSV without header or column list names columns f0, f1, …"""
+    paths = [str(store.local_path(info.relative_path)) for info in files]
+    reader = spark.read.format(source.file_format.lower()).options(**reader_options(source))
+    if source.columns:
+        reader = reader.schema(column_ddl(source.columns))
+    if not paths:
+        return spark.createDataFrame([], column_ddl(source.columns) or StructType([]))
+    frame = reader.load(paths)
+    header = source.options.get("header", "false").lower() == "true"
+    if source.file_format == "CSV" and not source.columns and not header:
+        frame = frame.toDF(*[f"f{i}" for i in range(len(frame.columns))])
+    return frame
+
+
+def column_ddl(columns: tuple[Column, ...] | None) -> str:
+    return ", ".join(f"`{c.name}` {c.type}" for c in columns or ())
+
+
+def copy_into_volume(
+    spark: SparkSession,
+    volume: VolumeEntry,
+    store: VolumeStore,
+    frame: DataFrame,
+    stmt: CopyIntoVolume,
+    staging_root: Path,
+) -> Result:
+    """Write the rows as one file per Spark partition named partNNNNN.<ext> under SUBDIRECTORY."""
+    folder = inside(stmt.subdirectory, "SUBDIRECTORY")
+    extension = _EXTENSIONS[stmt.file_format]
+    staging = staging_root / f"export-{uuid.uuid4().hex}"
+    try:
+        frame.coalesce(1).write.format(stmt.file_format.lower()).options(**stmt.options).save(
+            str(staging)
+        )
+        parts = sorted(staging.glob(f"part-*.{extension}*"))
+        taken = {info.relative_path for info in store.list(folder, recursive=False)}
+        number = 1
+        written = []
+        for part in parts:
+            while (name := _joined(folder, f"part{number:05d}.{extension}")) in taken:
+                number += 1
+            store.put(part, name)
+            taken.add(name)
+            written.append(name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return Result.status(f"exported to volume {volume.name}: {', '.join(written) or 'no files'}")
+
+
+def _joined(folder: str, name: str) -> str:
+    return f"{folder}/{name}" if folder else name
+
+
+def describe_volume(volume: VolumeEntry, store: VolumeStore, pipes: list[PipeEntry]) -> Result:
+    files = store.list(recursive=volume.recursive)
+    return _properties(
+        name=volume.name,
+        location=volume.location,
+        connection=volume.connection,
+        directory_enabled=volume.directory_enabled,
+        auto_refresh=volume.auto_refresh,
+        recursive=volume.recursive,
+        notification=f"{volume.queue_type}:{volume.queue_name}" if volume.queue_name else None,
+        files=len(files),
+        bytes=sum(info.size for info in files),
+        pipes=", ".join(pipe.name for pipe in pipes) or None,
+        comment=volume.comment,
+        created_at=volume.created_at,
+    )

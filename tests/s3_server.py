@@ -1,0 +1,74 @@
+"""A real S3 endpoint for tests: moto's server in its own process, spoken to over HTTP."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+ACCESS_ID = "testing"
+ACCESS_KEY = "testing"
+REGION = "us-east-1"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _answers(endpoint: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+@contextmanager
+def moto_server(log_dir: Path, timeout: float = 20.0) -> Iterator[str]:
+    """Start `python -m moto.server` on a free local port; yield its URL; stop it afterwards."""
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    log_path = log_dir / "moto-server.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            deadline = time.monotonic() + timeout
+            while not _answers(endpoint):
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"moto server on {endpoint} did not start:\n{log_path.read_text()}"
+                    )
+                time.sleep(0.05)
+            yield endpoint
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def s3_endpoint_fixture(scope: str = "session") -> Callable[..., Iterator[str]]:
+    """A pytest fixture yielding the URL of a moto S3 server that lives for `scope`."""
+
+    @pytest.fixture(scope=scope)
+    def s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+        with moto_server(tmp_path_factory.mktemp("moto")) as endpoint:
+            yield endpoint
+
+    return s3_endpoint
