@@ -15,6 +15,7 @@ from dagster import ConfigurableResource
 
 from resources.entries import CatalogObject
 from resources.errors import LakeError
+from resources.settings import LakeSettings
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects (
@@ -356,10 +357,17 @@ def _require_table(conn: sqlite3.Connection, name: str) -> TableEntry:
 
 
 class CatalogResource(ConfigurableResource):
-    """The catalog as a Dagster resource; holds only the file path, so it is cheap to build."""
+    """The catalog and the lakehouse settings runs need; holds paths only, so it is cheap."""
 
-    path: str
+    lake_home: str
+    load_history_days: float = 7.0
+
+    @property
+    def settings(self) -> LakeSettings:
+        return LakeSettings(
+            lake_home=Path(self.lake_home), load_history_days=self.load_history_days
+        )
 
     @property
     def catalog(self) -> Catalog:
-        return Catalog(Path(self.path))
+        return Catalog(self.settings.catalog_path)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dagster_aws.s3 import S3Resource
-
 from resources.entries import ConnectionEntry, VolumeEntry
 from resources.errors import LakeError
 from resources.secrets import unseal
@@ -16,6 +14,8 @@ CONNECTION_TYPES = ("LOCAL", "S3", "OSS", "COS")
 
 def s3_client(connection: ConnectionEntry, lake_home: Path) -> object:
     """A boto3 S3 client through dagster-aws' S3Resource; secrets are unsealed only here."""
+    from dagster_aws.s3 import S3Resource  # imported on use: it costs ~1 s at definitions load
+
     endpoint = connection.endpoint
     if endpoint and "://" not in endpoint:
         endpoint = f"https://{endpoint}"
