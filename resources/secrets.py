@@ -18,14 +18,37 @@ def _key(lake_home: Path) -> bytes:
     """LAKE_SECRET_KEY, or a key file created once under LAKE_HOME, readable only by its owner."""
     configured = os.environ.get("LAKE_SECRET_KEY")
     if configured:
-        return configured.encode()
-    path = lake_home / "secret.key"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(Fernet.generate_key())
-    return path.read_bytes().strip()
+        key = configured.encode()
+    else:
+        path = lake_home / "secret.key"
+        if not path.exists():
+            _create_key_file(path)
+        key = path.read_bytes().strip()
+    try:
+        Fernet(key)
+    except ValueError:
+        raise LakeError(
+            "LAKE_SECRET_KEY is not a valid key",
+            "use 32 url-safe base64-encoded bytes, e.g. from "
+            "`python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key())'`",
+        ) from None
+    return key
+
+
+def _create_key_file(path: Path) -> None:
+    """Write the key to a private temporary file and link it into place: racing processes
+    either win or read the winner's complete key, never a half-written one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(f".secret.key.{os.getpid()}")
+    descriptor = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(Fernet.generate_key())
+    try:
+        os.link(staging, path)
+    except FileExistsError:
+        pass
+    finally:
+        staging.unlink()
 
 
 def seal(value: str | None, lake_home: Path) -> str | None:

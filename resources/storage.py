@@ -128,8 +128,10 @@ class S3Store:
         return sorted(files, key=lambda info: info.relative_path)
 
     def local_path(self, relative: str) -> Path:
+        """A local copy of the object as it is now: the cache is keyed by the object's ETag."""
         key = self.prefix + inside(relative)
-        target = self.cache / self.bucket / key
+        etag = self.client.head_object(Bucket=self.bucket, Key=key)["ETag"].strip('"')
+        target = self.cache / self.bucket / etag / key
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
             staging = target.with_name(f".{target.name}.partial")

@@ -431,7 +431,8 @@ def test_s3_put_then_local_path_round_trips_through_the_cache(s3_store, s3, buck
     assert paths(s3_store.list()) == ["in/upload.csv"]
 
     local = s3_store.local_path("in/upload.csv")
-    assert local == s3_store.cache / bucket / "data" / "in" / "upload.csv"
+    etag = s3.head_object(Bucket=bucket, Key="data/in/upload.csv")["ETag"].strip('"')
+    assert local == s3_store.cache / bucket / etag / "data" / "in" / "upload.csv"
     assert local.read_text() == "id\n42\n"
     assert sorted(p.name for p in local.parent.iterdir()) == ["upload.csv"]
 
@@ -456,11 +457,6 @@ def test_s3_local_path_is_cached_under_the_lake_home(s3_endpoint, lake_home, buc
     assert first.read_bytes() == b"first"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: S3Store.local_path keys its cache by object key only; a replaced object "
-    "(new ETag) is still served from the stale local copy",
-)
 def test_s3_local_path_of_a_replaced_object_is_its_new_content(s3_store, s3, bucket):
     s3.put_object(Bucket=bucket, Key="data/a.csv", Body=b"version 1")
     assert s3_store.local_path("a.csv").read_bytes() == b"version 1"
