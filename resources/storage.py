@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlparse
 
+from botocore.exceptions import ClientError
+
 from resources.errors import LakeError
 
 # Names that writers use for files still being written; they are never read.
@@ -130,7 +132,13 @@ class S3Store:
     def local_path(self, relative: str) -> Path:
         """A local copy of the object as it is now: the cache is keyed by the object's ETag."""
         key = self.prefix + inside(relative)
-        etag = self.client.head_object(Bucket=self.bucket, Key=key)["ETag"].strip('"')
+        try:
+            etag = self.client.head_object(Bucket=self.bucket, Key=key)["ETag"].strip('"')
+        except ClientError as error:
+            raise LakeError(
+                f"cannot read s3://{self.bucket}/{key}: {error.response['Error'].get('Message')}",
+                "check that the file exists and the connection's credentials may read it",
+            ) from None
         target = self.cache / self.bucket / etag / key
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -452,8 +452,9 @@ def test_s3_local_path_is_cached_under_the_lake_home(s3_endpoint, lake_home, buc
 
     first = store.local_path("a.csv")
     assert first.is_relative_to(lake_home / "cache" / "volumes" / "vol")
-    s3.delete_object(Bucket=bucket, Key="data/a.csv")
+    downloaded = first.stat().st_mtime_ns
     assert store.local_path("a.csv") == first  # served from the cache, not downloaded again
+    assert first.stat().st_mtime_ns == downloaded
     assert first.read_bytes() == b"first"
 
 
