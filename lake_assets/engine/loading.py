@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from lake_assets.engine import failpoints
 from lake_assets.engine.delta import history
 from lake_assets.engine.diagnose import first_problem
 from lake_assets.engine.dml import record_commit_state
@@ -258,6 +259,7 @@ def _commit(
     )
     before = catalog.table(table.name)
     latest = history(spark, table.location, 1)[0]["version"]
+    failpoints.reached(failpoints.BEFORE_COMMIT)
     (
         rows.write.format("delta")
         .mode("append")
@@ -266,6 +268,7 @@ def _commit(
         .option("userMetadata", metadata)
         .save(table.location)
     )
+    failpoints.reached(failpoints.AFTER_COMMIT)
     commit = next(
         (c for c in history(spark, table.location, 50) if tag in (c["userMetadata"] or "")), None
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from lake_assets.engine import failpoints
 from lake_assets.engine.loading import (
     LoadOutcome,
     load,
@@ -46,6 +47,7 @@ def ingest(
     todo = pending_files(catalog, table.name, files, settings.load_history_days, copy.force)
     outcome = load(spark, catalog, table, copy.source, store, todo, pipe=pipe)
     if copy.purge:
+        failpoints.reached(failpoints.BEFORE_PURGE)
         outcome.purged = purge(catalog, settings, table.name, store, files)
     return outcome
 

@@ -1,0 +1,18 @@
+"""Named points where tests kill the process (SIGKILL) to prove crash safety.
+
+Set LAKE_FAILPOINT=<name> in a process's environment and it dies the moment it reaches that
+point: no cleanup, no finally blocks, as with a power cut. Unset, a failpoint costs one lookup."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+BEFORE_COMMIT = "load-before-commit"
+AFTER_COMMIT = "load-after-commit"
+BEFORE_PURGE = "load-before-purge"
+
+
+def reached(name: str) -> None:
+    if os.environ.get("LAKE_FAILPOINT") == name:
+        os.kill(os.getpid(), signal.SIGKILL)
