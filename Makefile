@@ -18,9 +18,9 @@ install: $(BIN)/lake
 jars: install
 	$(BIN)/lake setup
 
-# The seed's table flow, end to end, against dagster_home/lake (shown by `make dev` afterwards).
+# The seed's flow through the real Dagster daemon, against dagster_home/lake (`make dev` shows it).
 demo: jars
-	$(BIN)/lake sql -f demo/tables.sql
+	$(BIN)/python demo/seed_flow.py
 
 test: jars lint
 	$(BIN)/pytest
