@@ -88,31 +88,17 @@ def parse_create_volume(cursor: TokenCursor) -> CreateVolume:
     location = cursor.string("a quoted location")
     cursor.expect("USING", "CONNECTION")
     connection = cursor.name("a connection name")
-    values: dict[str, object] = {}
+    values: dict[str, str] = {}
     while not cursor.at_end():
         if cursor.accept("DIRECTORY"):
             cursor.expect_symbol(TokenType.EQ, "=")
-            cursor.expect_symbol(TokenType.L_PAREN, "(")
-            while not cursor.accept_symbol(TokenType.R_PAREN):
-                key = cursor.word()
-                if key not in ("ENABLE", "AUTO_REFRESH"):
-                    cursor.fail("ENABLE or AUTO_REFRESH")
-                cursor.position += 1
-                values[key] = _flag(cursor, key)
-                cursor.accept_symbol(TokenType.COMMA)
+            values.update(cursor.group(("ENABLE", "AUTO_REFRESH")))
         elif cursor.accept("RECURSIVE"):
-            values["RECURSIVE"] = _flag(cursor, "RECURSIVE")
+            cursor.expect_symbol(TokenType.EQ, "=")
+            values["RECURSIVE"] = cursor.setting("TRUE or FALSE for RECURSIVE")
         elif cursor.accept("NOTIFICATION"):
             cursor.expect_symbol(TokenType.EQ, "=")
-            cursor.expect_symbol(TokenType.L_PAREN, "(")
-            while not cursor.accept_symbol(TokenType.R_PAREN):
-                key = cursor.word()
-                if key not in ("QUEUE_TYPE", "QUEUE_NAME"):
-                    cursor.fail("QUEUE_TYPE or QUEUE_NAME")
-                cursor.position += 1
-                cursor.expect_symbol(TokenType.EQ, "=")
-                values[key] = cursor.string(f"a quoted {key}")
-                cursor.accept_symbol(TokenType.COMMA)
+            values.update(cursor.group(("QUEUE_TYPE", "QUEUE_NAME")))
         elif cursor.accept("COMMENT"):
             values["COMMENT"] = cursor.string("a comment")
         else:
@@ -121,14 +107,23 @@ def parse_create_volume(cursor: TokenCursor) -> CreateVolume:
         name,
         location,
         connection,
-        directory_enabled=bool(values.get("ENABLE", True)),
-        auto_refresh=bool(values.get("AUTO_REFRESH", False)),
-        recursive=bool(values.get("RECURSIVE", True)),
-        comment=values.get("COMMENT"),  # type: ignore[arg-type]
-        queue_type=values.get("QUEUE_TYPE"),  # type: ignore[arg-type]
-        queue_name=values.get("QUEUE_NAME"),  # type: ignore[arg-type]
+        directory_enabled=_boolean(values, "ENABLE", True),
+        auto_refresh=_boolean(values, "AUTO_REFRESH", False),
+        recursive=_boolean(values, "RECURSIVE", True),
+        comment=values.get("COMMENT"),
+        queue_type=values.get("QUEUE_TYPE"),
+        queue_name=values.get("QUEUE_NAME"),
         if_not_exists=if_not_exists,
     )
+
+
+def _boolean(values: dict[str, str], key: str, default: bool) -> bool:
+    value = values.get(key)
+    if value is None:
+        return default
+    if value.upper() not in ("TRUE", "FALSE"):
+        raise LakeError(f"{key} must be TRUE or FALSE, not {value}", f"write {key} = TRUE")
+    return value.upper() == "TRUE"
 
 
 def parse_alter_volume(cursor: TokenCursor) -> RefreshVolume:

@@ -119,6 +119,20 @@ class TokenCursor:
         self.position += 1
         return token.text.upper() if token.token_type != TokenType.NUMBER else token.text
 
+    def group(self, allowed: tuple[str, ...]) -> dict[str, str]:
+        """`(KEY = value, …)` with keys from `allowed`, as in DIRECTORY = (ENABLE = TRUE, …)."""
+        self.expect_symbol(TokenType.L_PAREN, "(")
+        found: dict[str, str] = {}
+        while not self.accept_symbol(TokenType.R_PAREN):
+            key = self.word()
+            if key not in allowed:
+                self.fail(" or ".join(allowed))
+            self.position += 1
+            self.expect_symbol(TokenType.EQ, "=")
+            found[key] = self.setting(f"a value for {key}")
+            self.accept_symbol(TokenType.COMMA)
+        return found
+
     def properties(self) -> dict[str, str]:
         """`('key' = 'value', …)`; keys are case-insensitive."""
         self.expect_symbol(TokenType.L_PAREN, "(")
