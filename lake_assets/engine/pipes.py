@@ -127,25 +127,26 @@ def describe_pipe(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry) -> 
     reason = invalid_reason(catalog, pipe)
     pending = None if reason else len(pending_for(catalog, settings, pipe))
     loads = [r for r in catalog.load_history(pipe.table) if r.pipe_name == pipe.name]
-    values = {
-        "name": pipe.name,
-        "pipe_status": "PAUSED" if pipe.paused else "RUNNING",
-        "pipe_kind": "VOLUME",
-        "ingest_mode": pipe.ingest_mode,
-        "input_name": pipe.volume,
-        "output_name": pipe.table,
-        "copy_statement": pipe.copy_statement,
-        "virtual_cluster": pipe.virtual_cluster,
-        "poll_interval_seconds": pipe.poll_interval_seconds,
-        "invalid_reason": reason,
-        "files_pending": pending,
-        "files_loaded": sum(1 for r in loads if r.status == "LOADED"),
-        "files_failed": sum(1 for r in loads if r.status == "LOAD_FAILED"),
-        "last_load": loads[0].last_copy_time if loads else None,
-        "comment": pipe.comment,
-        "created_at": pipe.created_at,
-    }
-    return Result(["property", "value"], list(values.items()))
+    return Result.properties(
+        **{
+            "name": pipe.name,
+            "pipe_status": "PAUSED" if pipe.paused else "RUNNING",
+            "pipe_kind": "VOLUME",
+            "ingest_mode": pipe.ingest_mode,
+            "input_name": pipe.volume,
+            "output_name": pipe.table,
+            "copy_statement": pipe.copy_statement,
+            "virtual_cluster": pipe.virtual_cluster,
+            "poll_interval_seconds": pipe.poll_interval_seconds,
+            "invalid_reason": reason,
+            "files_pending": pending,
+            "files_loaded": sum(1 for r in loads if r.status == "LOADED"),
+            "files_failed": sum(1 for r in loads if r.status == "LOAD_FAILED"),
+            "last_load": loads[0].last_copy_time if loads else None,
+            "comment": pipe.comment,
+            "created_at": pipe.created_at,
+        }
+    )
 
 
 def show_pipes(catalog: Catalog) -> Result:

@@ -18,3 +18,8 @@ class Result:
     @classmethod
     def status(cls, message: str) -> Result:
         return cls(message=message)
+
+    @classmethod
+    def properties(cls, **values: Any) -> Result:
+        """A two-column property/value listing, as DESC of a volume, pipe or connection shows."""
+        return cls(["property", "value"], list(values.items()))

@@ -56,7 +56,7 @@ def create_connection(catalog: Catalog, settings: LakeSettings, stmt: CreateConn
 
 
 def describe_connection(entry: ConnectionEntry) -> Result:
-    return _properties(
+    return Result.properties(
         name=entry.name,
         type=entry.type,
         endpoint=entry.endpoint,
@@ -66,10 +66,6 @@ def describe_connection(entry: ConnectionEntry) -> Result:
         role_arn=entry.role_arn,
         created_at=entry.created_at,
     )
-
-
-def _properties(**values: object) -> Result:
-    return Result(["property", "value"], [(key, value) for key, value in values.items()])
 
 
 def store_of(catalog: Catalog, settings: LakeSettings, volume: VolumeEntry) -> VolumeStore:
@@ -228,7 +224,7 @@ def _joined(folder: str, name: str) -> str:
 
 def describe_volume(volume: VolumeEntry, store: VolumeStore, pipes: list[PipeEntry]) -> Result:
     files = store.list(recursive=volume.recursive)
-    return _properties(
+    return Result.properties(
         name=volume.name,
         location=volume.location,
         connection=volume.connection,
