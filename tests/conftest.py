@@ -1,4 +1,5 @@
-"""One Spark session for the whole test session; a fresh catalog and warehouse per test."""
+"""One Spark session for the whole test session; a fresh catalog and warehouse per test; one moto
+S3 server for the whole test session (started only by the tests that ask for `s3_endpoint`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from lake_assets.engine.session import LakeSession
 from resources.catalog import Catalog
 from resources.settings import LakeSettings
 from resources.spark import DeltaSparkResource
+from tests.s3_server import s3_endpoint_fixture
+
+s3_endpoint = s3_endpoint_fixture(scope="session")
 
 
 @pytest.fixture(scope="session")

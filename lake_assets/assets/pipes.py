@@ -38,7 +38,7 @@ OBJECT_TAG = "lake/object"
 
 
 def ingestion_asset(table: TableEntry, pipes: list[PipeEntry]) -> AssetsDefinition:
-    """The table, materialized by loading its pipes' pending files (one commit per pipe)."""
+    """The table, materialized by loading its running pipes' pending files (a commit per pipe)."""
 
     @multi_asset(
         name=f"ingest_{table.name}",
@@ -58,9 +58,14 @@ def ingestion_asset(table: TableEntry, pipes: list[PipeEntry]) -> AssetsDefiniti
     )
     def ingest_table(spark: DeltaSparkResource, catalog: CatalogResource) -> MaterializeResult:
         lake = catalog.catalog
+        running = [
+            current
+            for pipe in pipes
+            if (current := lake.find_object(PipeEntry, pipe.name)) and not current.paused
+        ]
         outcomes = [
             ingest(spark.spark_session, lake, catalog.settings, pipe_copy(pipe), pipe.name)
-            for pipe in pipes
+            for pipe in running
         ]
         failed = [r for o in outcomes for r in o.records if r.status == "LOAD_FAILED"]
         current = lake.table(table.name)

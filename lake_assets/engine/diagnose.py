@@ -10,14 +10,15 @@ from decimal import Decimal, InvalidOperation
 from lake_assets.sql.statements import VolumeSource
 from resources.catalog import Column
 
-_INTEGERS = ("TINYINT", "SMALLINT", "INT", "BIGINT")
+_INTEGER_BITS = {"TINYINT": 8, "SMALLINT": 16, "INT": 32, "BIGINT": 64}
 
 
 def _fits(value: str, column_type: str) -> bool:
     kind = column_type.split("(")[0]
     try:
-        if kind in _INTEGERS:
-            int(value)
+        if kind in _INTEGER_BITS:
+            half = 2 ** (_INTEGER_BITS[kind] - 1)
+            return -half <= int(value) < half
         elif kind == "DECIMAL":
             precision, scale = (int(x) for x in column_type[8:-1].split(","))
             number = Decimal(value)

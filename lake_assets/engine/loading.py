@@ -11,12 +11,13 @@ import json
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from urllib.parse import unquote
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lake_assets.engine import failpoints
-from lake_assets.engine.delta import history
+from lake_assets.engine.delta import history, row_count
 from lake_assets.engine.diagnose import first_problem
 from lake_assets.engine.dml import record_commit_state
 from lake_assets.engine.volumes import column_ddl, reader_options
@@ -78,7 +79,10 @@ def reconcile(spark: SparkSession, catalog: Catalog, table: TableEntry) -> None:
                     metadata.get("pipe"), commit["version"],
                 )
             )  # fmt: skip
-    catalog.record_loads(table.name, records, max(c["version"] for c in commits))
+    newest = max(c["version"] for c in commits)
+    catalog.record_loads(table.name, records, newest)
+    # A crash after a load's commit also skipped recording the table's version and rows.
+    catalog.record_table_state(table, newest, row_count(spark, table.location, newest))
 
 
 def pending_files(
@@ -110,13 +114,17 @@ def pending_files(
 def loaded_files(
     catalog: Catalog, table: str, files: list[FileInfo], retention_days: float
 ) -> list[FileInfo]:
-    """Files whose rows are committed: the only ones PURGE may delete."""
+    """Files whose rows are committed, unchanged since: the only ones PURGE may delete."""
     since = (datetime.now(UTC) - timedelta(days=retention_days)).isoformat(timespec="milliseconds")
-    loaded = {r.file_path for r in catalog.load_history(table, since) if r.status == LOADED}
-    return [info for info in files if info.url in loaded]
+    loaded = {
+        (r.file_path, r.file_size, r.file_modified)
+        for r in catalog.load_history(table, since)
+        if r.status == LOADED
+    }
+    return [i for i in files if (i.url, i.size, i.last_modified.isoformat()) in loaded]
 
 
-def _target_columns(table: TableEntry, source: VolumeSource) -> tuple[Column, ...]:
+def target_columns(table: TableEntry, source: VolumeSource) -> tuple[Column, ...]:
     """The columns read from the files: the table's, or the COPY's own list mapped onto them."""
     if not source.columns:
         return table.columns
@@ -141,7 +149,7 @@ def _parse(
             F.col(f"`{present[c.name.lower()]}`").cast(c.type).alias(c.name)
             if c.name.lower() in present
             else F.lit(None).cast(c.type).alias(c.name)
-            for c in columns
+            for c in _as_read(columns)
         ]
         missing = [c.name for c in columns if c.name.lower() not in present]
         problem = F.lit(f"column {missing[0]} is missing") if missing else F.lit(None)
@@ -153,7 +161,7 @@ def _parse(
     frame = (
         reader.option("mode", "PERMISSIVE")
         .option("columnNameOfCorruptRecord", _CORRUPT)
-        .schema(f"{column_ddl(columns)}, `{_CORRUPT}` STRING")
+        .schema(f"{column_ddl(_as_read(columns))}, `{_CORRUPT}` STRING")
         .load(paths)
     )
     return frame.withColumn(_FILE, F.col("_metadata.file_path"))
@@ -172,60 +180,85 @@ def load(
     """Load `files` (already filtered to pending ones) into `table` in one commit."""
     if not files:
         return LoadOutcome(table.name, None, [], [])
-    columns = _target_columns(table, source)
+    columns = target_columns(table, source)
     local = {str(store.local_path(info.relative_path)): info for info in files}
-    frame = _parse(spark, source, columns, list(local)).cache()
-    try:
-        stats = (
-            frame.groupBy(_FILE)
-            .agg(
-                F.count(F.lit(1)).alias("rows"),
-                F.count(F.col(_CORRUPT)).alias("bad"),
-                F.first(F.col(_CORRUPT), ignorenulls=True).alias("first_bad"),
+    now = now_utc()
+    failed: list[LoadRecord] = []
+    if source.file_format == "PARQUET":
+        for path, problem in _unreadable_parquet(spark, list(local)).items():
+            failed.append(_record(local.pop(path), now, LOAD_FAILED, 0, problem, pipe, None))
+    version = None
+    loaded: list[LoadRecord] = []
+    if local:
+        frame = _parse(spark, source, columns, list(local)).cache()
+        try:
+            stats = (
+                frame.groupBy(_FILE)
+                .agg(
+                    F.count(F.lit(1)).alias("rows"),
+                    F.count(F.col(_CORRUPT)).alias("bad"),
+                    F.first(F.col(_CORRUPT), ignorenulls=True).alias("first_bad"),
+                )
+                .collect()
             )
-            .collect()
-        )
-        by_path = {_local_path(row[_FILE]): row for row in stats}
-        bad_uris = [row[_FILE] for row in stats if row["bad"]]
-        now = now_utc()
-        good: list[tuple[FileInfo, int]] = []
-        failed: list[LoadRecord] = []
-        for path, info in local.items():
-            row = by_path.get(path)
-            if row is not None and row["bad"]:
-                message = first_problem(source, columns, row["first_bad"])
-                failed.append(_record(info, now, LOAD_FAILED, 0, message, pipe, None))
-            else:
-                good.append((info, row["rows"] if row is not None else 0))
-        version = None
-        loaded: list[LoadRecord] = []
-        if good:
-            rows = frame.filter(~F.col(_FILE).isin(bad_uris)) if bad_uris else frame
-            version = _commit(
-                spark, catalog, table, _as_table_rows(rows, table, columns), good, now, pipe
-            )
-            loaded = [
-                _record(info, now, LOADED, count, None, pipe, version) for info, count in good
-            ]
-    finally:
-        frame.unpersist()
+            by_path = {_local_path(row[_FILE]): row for row in stats}
+            bad_uris = [row[_FILE] for row in stats if row["bad"]]
+            good: list[tuple[FileInfo, int]] = []
+            for path, info in local.items():
+                row = by_path.get(path)
+                if row is not None and row["bad"]:
+                    message = first_problem(source, columns, row["first_bad"])
+                    failed.append(_record(info, now, LOAD_FAILED, 0, message, pipe, None))
+                else:
+                    good.append((info, row["rows"] if row is not None else 0))
+            if good:
+                rows = frame.filter(~F.col(_FILE).isin(bad_uris)) if bad_uris else frame
+                version = _commit(
+                    spark, catalog, table, _as_table_rows(rows, table, columns), good, now, pipe
+                )
+                loaded = [
+                    _record(info, now, LOADED, count, None, pipe, version) for info, count in good
+                ]
+        finally:
+            frame.unpersist()
     catalog.record_loads(table.name, loaded + failed, None)
     return LoadOutcome(table.name, version, loaded + failed, [])
+
+
+def _unreadable_parquet(spark: SparkSession, paths: list[str]) -> dict[str, str]:
+    """Parquet files whose footer cannot be read (cut short, not Parquet), with the reason."""
+    problems = {}
+    for path in paths:
+        try:
+            spark.read.parquet(path).schema  # noqa: B018 - reading the footer is the check
+        except Exception as error:  # any Spark read failure means this one file is unreadable
+            problems[path] = f"not a readable Parquet file: {str(error).splitlines()[0][:200]}"
+    return problems
+
+
+def _as_read(columns: tuple[Column, ...]) -> tuple[Column, ...]:
+    """Spark reads CHAR/VARCHAR as STRING; Delta checks the length when the rows are written."""
+    return tuple(
+        Column(c.name, "STRING") if c.type.startswith(("VARCHAR", "CHAR")) else c for c in columns
+    )
 
 
 def _as_table_rows(frame: DataFrame, table: TableEntry, columns: tuple[Column, ...]) -> DataFrame:
     """The table's columns in its order and types, from the columns the files were read with."""
     read = {c.name.lower(): c.name for c in columns}
     return frame.select(
-        *[F.col(f"`{read[c.name.lower()]}`").cast(c.type).alias(c.name) for c in table.columns]
+        *[
+            F.col(f"`{read[c.name.lower()]}`").cast(t.type).alias(t.name)
+            for c, t in zip(table.columns, _as_read(table.columns), strict=True)
+        ]
     )
 
 
 def _local_path(uri: str) -> str:
-    """Spark's file URI (file:/x or file:///x) back to the local path it was given."""
+    """Spark's file URI (file:/x or file:///x, percent-encoded) back to the local path."""
     if not uri.startswith("file:"):
         return uri
-    return "/" + uri.removeprefix("file:").lstrip("/")
+    return "/" + unquote(uri.removeprefix("file:")).lstrip("/")
 
 
 def _record(

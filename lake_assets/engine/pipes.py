@@ -11,6 +11,7 @@ from lake_assets.engine.loading import (
     loaded_files,
     pending_files,
     reconcile,
+    target_columns,
 )
 from lake_assets.engine.results import Result
 from lake_assets.engine.volumes import source_files, store_of
@@ -73,7 +74,7 @@ def create_pipe(catalog: Catalog, settings: LakeSettings, stmt: CreatePipe) -> R
         if stmt.if_not_exists:
             return Result.status(f"pipe {stmt.name} already exists; nothing to do")
         raise LakeError(f"pipe {stmt.name} already exists", "pick another name or DROP PIPE first")
-    catalog.table(stmt.copy.table)
+    target_columns(catalog.table(stmt.copy.table), stmt.copy.source)
     volume = catalog.get_object(VolumeEntry, stmt.copy.source.volume)
     sharing = [p.name for p in catalog.objects(PipeEntry) if p.volume == volume.name]
     if sharing:
