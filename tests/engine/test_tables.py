@@ -12,27 +12,8 @@ from lake_assets.engine.delta import delta_ref, history
 from lake_assets.engine.session import LakeSession
 from lake_assets.sql.parser import StatementError
 from resources.errors import LakeError
-
-SEED_TABLE = """
-CREATE TABLE IF NOT EXISTS sales_source (
-    id BIGINT COMMENT 'Order ID', product STRING COMMENT 'Product name',
-    category STRING COMMENT 'Category', amount DECIMAL(10,2) COMMENT 'Amount',
-    dt STRING COMMENT 'Date'
-) COMMENT 'Data lake acceleration test source table';
-INSERT INTO sales_source VALUES
-    (1, 'iPhone 15', 'Electronics', 8999.00, '2026-06-01'),
-    (2, 'MacBook Pro', 'Electronics', 14999.00, '2026-06-01'),
-    (3, 'AirPods', 'Electronics', 1299.00, '2026-06-01'),
-    (4, 'Nike Air Max', 'Sports', 899.00, '2026-06-01'),
-    (5, 'Yoga Mat', 'Sports', 199.00, '2026-06-01');
-"""
-SEED_ROWS = [
-    (1, "iPhone 15", "Electronics", Decimal("8999.00"), "2026-06-01"),
-    (2, "MacBook Pro", "Electronics", Decimal("14999.00"), "2026-06-01"),
-    (3, "AirPods", "Electronics", Decimal("1299.00"), "2026-06-01"),
-    (4, "Nike Air Max", "Sports", Decimal("899.00"), "2026-06-01"),
-    (5, "Yoga Mat", "Sports", Decimal("199.00"), "2026-06-01"),
-]
+from tests.ingest_helpers import SALES_ROWS as SEED_ROWS
+from tests.ingest_helpers import SALES_SOURCE as SEED_TABLE
 
 
 def rows(lake: LakeSession, sql: str) -> list[tuple]:
