@@ -301,11 +301,6 @@ class Catalog:
             ).fetchall()
         return [LoadRecord.from_row(row) for row in rows]
 
-    def forget_loads(self, table: str) -> None:
-        with self._transaction() as conn:
-            conn.execute("DELETE FROM load_history WHERE table_name = ?", (table,))
-            conn.execute("DELETE FROM load_marks WHERE table_name = ?", (table,))
-
 
 @dataclass(frozen=True)
 class LoadRecord:

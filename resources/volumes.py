@@ -9,8 +9,6 @@ from resources.errors import LakeError
 from resources.secrets import unseal
 from resources.storage import LocalStore, S3Store, VolumeStore, split_location
 
-CONNECTION_TYPES = ("LOCAL", "S3", "OSS", "COS")
-
 
 def s3_client(connection: ConnectionEntry, lake_home: Path) -> object:
     """A boto3 S3 client through dagster-aws' S3Resource; secrets are unsealed only here."""

@@ -64,11 +64,10 @@ def _drop(catalog: Catalog, kind: type[CatalogObject], stmt: DropObject) -> Resu
         ]
     if users:
         raise LakeError(f"{kind.LABEL} {stmt.name} is used by {users[0]}", f"drop {users[0]} first")
-    entry = catalog.remove_object(kind, stmt.name)
-    if entry is None:
-        if stmt.if_exists:
-            return Result.status(f"{kind.LABEL} {stmt.name} does not exist; nothing to do")
-        catalog.get_object(kind, stmt.name)
+    if catalog.find_object(kind, stmt.name) is None and stmt.if_exists:
+        return Result.status(f"{kind.LABEL} {stmt.name} does not exist; nothing to do")
+    entry = catalog.get_object(kind, stmt.name)  # an unknown name is an error here
+    catalog.remove_object(kind, stmt.name)
     if isinstance(entry, VolumeEntry):
         shutil.rmtree(entry.directory_location, ignore_errors=True)
     return Result.status(f"dropped {kind.LABEL} {stmt.name}")

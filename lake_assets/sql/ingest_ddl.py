@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlglot.tokens import TokenType
 
 from lake_assets.sql.sources import FORMATS, parse_volume_source
@@ -42,6 +44,8 @@ CREATE_PIPE = (
 )
 ALTER_PIPE = "ALTER PIPE p REFRESH | ALTER PIPE p SET PIPE_EXECUTION_PAUSED = TRUE|FALSE"
 CONNECTION_TYPES = ("OSS", "COS", "S3", "LOCAL")
+# How COPY INTO VOLUME … FROM (SELECT …) parses its query: the parser module passes its own.
+QueryParser = Callable[[str], Statement]
 INGEST_MODES = ("LIST_PURGE", "EVENT_NOTIFICATION")
 
 
@@ -134,7 +138,7 @@ def parse_alter_volume(cursor: TokenCursor) -> RefreshVolume:
     return RefreshVolume(name)
 
 
-def parse_copy(cursor: TokenCursor, text: str, parse_query: callable) -> Statement:
+def parse_copy(cursor: TokenCursor, text: str, parse_query: QueryParser) -> Statement:
     """COPY INTO VOLUME … (export) or COPY INTO t FROM VOLUME … (load)."""
     cursor.expect("COPY", "INTO")
     if cursor.accept("VOLUME"):
@@ -161,7 +165,7 @@ def parse_copy_into_table(cursor: TokenCursor) -> CopyIntoTable:
     return CopyIntoTable(table, source, purge, force)
 
 
-def _copy_into_volume(cursor: TokenCursor, text: str, parse_query: callable) -> CopyIntoVolume:
+def _copy_into_volume(cursor: TokenCursor, text: str, parse_query: QueryParser) -> CopyIntoVolume:
     cursor.usage = COPY_INTO_VOLUME
     volume = cursor.name("a volume name")
     subdirectory = cursor.string("a subdirectory") if cursor.accept("SUBDIRECTORY") else ""
