@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from urllib.parse import unquote
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 
 from lake_assets.engine import failpoints
@@ -138,26 +138,44 @@ def target_columns(table: TableEntry, source: VolumeSource) -> tuple[Column, ...
     return source.columns
 
 
+class _Malformed(Exception):
+    """Some file in the batch has a record that does not fit the table."""
+
+
+def _reader(spark: SparkSession, source: VolumeSource) -> DataFrameReader:
+    return spark.read.format(source.file_format.lower()).options(**reader_options(source))
+
+
 def _parse(
-    spark: SparkSession, source: VolumeSource, columns: tuple[Column, ...], paths: list[str]
+    spark: SparkSession,
+    source: VolumeSource,
+    columns: tuple[Column, ...],
+    paths: list[str],
+    *,
+    strict: bool,
 ) -> DataFrame:
-    reader = spark.read.format(source.file_format.lower()).options(**reader_options(source))
+    """The files' rows; strict reading fails on the first bad record, lenient marks it."""
+    reader = _reader(spark, source)
     if source.file_format == "PARQUET":
         frame = reader.load(paths)
         present = {name.lower(): name for name in frame.columns}
+        missing = [c.name for c in columns if c.name.lower() not in present]
+        if missing and strict:
+            raise _Malformed(missing[0])
         selected = [
             F.col(f"`{present[c.name.lower()]}`").cast(c.type).alias(c.name)
             if c.name.lower() in present
             else F.lit(None).cast(c.type).alias(c.name)
             for c in _as_read(columns)
         ]
-        missing = [c.name for c in columns if c.name.lower() not in present]
         problem = F.lit(f"column {missing[0]} is missing") if missing else F.lit(None)
         return frame.select(
             *selected,
             problem.cast("string").alias(_CORRUPT),
             F.col("_metadata.file_path").alias(_FILE),
         )
+    if strict:
+        return reader.option("mode", "FAILFAST").schema(column_ddl(_as_read(columns))).load(paths)
     frame = (
         reader.option("mode", "PERMISSIVE")
         .option("columnNameOfCorruptRecord", _CORRUPT)
@@ -165,6 +183,41 @@ def _parse(
         .load(paths)
     )
     return frame.withColumn(_FILE, F.col("_metadata.file_path"))
+
+
+def _rows_per_file(
+    spark: SparkSession, source: VolumeSource, columns: tuple[Column, ...], paths: list[str]
+) -> dict[str, int]:
+    """Each file's row count, without converting any value (the cheap pass)."""
+    frame = _reader(spark, source)
+    if source.file_format != "PARQUET":
+        frame = frame.schema(column_ddl(_as_read(columns)))
+    counts = frame.load(paths).groupBy(F.col("_metadata.file_path").alias(_FILE)).count()
+    return {_local_path(row[_FILE]): row["count"] for row in counts.collect()}
+
+
+def _file_stats(
+    frame: DataFrame, source: VolumeSource, columns: tuple[Column, ...]
+) -> tuple[dict[str, int], dict[str, str]]:
+    """Row counts of the good files by local path, and each bad file's first problem by URI."""
+    stats = (
+        frame.groupBy(_FILE)
+        .agg(
+            F.count(F.lit(1)).alias("rows"),
+            F.count(F.col(_CORRUPT)).alias("bad"),
+            F.first(F.col(_CORRUPT), ignorenulls=True).alias("first_bad"),
+        )
+        .collect()
+    )
+    counts = {_local_path(row[_FILE]): row["rows"] for row in stats if not row["bad"]}
+    problems = {
+        row[_FILE]: first_problem(source, columns, row["first_bad"]) for row in stats if row["bad"]
+    }
+    return counts, problems
+
+
+def _is_malformed(error: Exception) -> bool:
+    return isinstance(error, _Malformed) or "MALFORMED_RECORD_IN_PARSING" in str(error)
 
 
 def load(
@@ -177,7 +230,10 @@ def load(
     *,
     pipe: str | None = None,
 ) -> LoadOutcome:
-    """Load `files` (already filtered to pending ones) into `table` in one commit."""
+    """Load `files` (already filtered to pending ones) into `table` in one commit.
+
+    One pass when every record fits (the usual case); otherwise a second, cached pass sorts the
+    bad files out so that the good ones still load."""
     if not files:
         return LoadOutcome(table.name, None, [], [])
     columns = target_columns(table, source)
@@ -188,41 +244,34 @@ def load(
         for path, problem in _unreadable_parquet(spark, list(local)).items():
             failed.append(_record(local.pop(path), now, LOAD_FAILED, 0, problem, pipe, None))
     version = None
-    loaded: list[LoadRecord] = []
+    good: list[tuple[FileInfo, int]] = []
     if local:
-        frame = _parse(spark, source, columns, list(local)).cache()
         try:
-            stats = (
-                frame.groupBy(_FILE)
-                .agg(
-                    F.count(F.lit(1)).alias("rows"),
-                    F.count(F.col(_CORRUPT)).alias("bad"),
-                    F.first(F.col(_CORRUPT), ignorenulls=True).alias("first_bad"),
-                )
-                .collect()
-            )
-            by_path = {_local_path(row[_FILE]): row for row in stats}
-            bad_uris = [row[_FILE] for row in stats if row["bad"]]
-            good: list[tuple[FileInfo, int]] = []
-            for path, info in local.items():
-                row = by_path.get(path)
-                if row is not None and row["bad"]:
-                    message = first_problem(source, columns, row["first_bad"])
-                    failed.append(_record(info, now, LOAD_FAILED, 0, message, pipe, None))
-                else:
-                    good.append((info, row["rows"] if row is not None else 0))
-            if good:
-                rows = frame.filter(~F.col(_FILE).isin(bad_uris)) if bad_uris else frame
-                version = _commit(
-                    spark, catalog, table, _as_table_rows(rows, table, columns), good, now, pipe
-                )
-                loaded = [
-                    _record(info, now, LOADED, count, None, pipe, version) for info, count in good
-                ]
-        finally:
-            frame.unpersist()
+            good = _good(local, _rows_per_file(spark, source, columns, list(local)))
+            rows = _parse(spark, source, columns, list(local), strict=True)
+            version = _commit(spark, catalog, table, rows, columns, good, now, pipe)
+        except Exception as error:  # a bad record aborts the write before its commit
+            if not _is_malformed(error):
+                raise
+            frame = _parse(spark, source, columns, list(local), strict=False).cache()
+            try:
+                counts, problems = _file_stats(frame, source, columns)
+                for uri, problem in problems.items():
+                    info = local.pop(_local_path(uri))
+                    failed.append(_record(info, now, LOAD_FAILED, 0, problem, pipe, None))
+                good = _good(local, counts)
+                if good:
+                    rows = frame.filter(~F.col(_FILE).isin(list(problems)))
+                    version = _commit(spark, catalog, table, rows, columns, good, now, pipe)
+            finally:
+                frame.unpersist()
+    loaded = [_record(info, now, LOADED, n, None, pipe, version) for info, n in good]
     catalog.record_loads(table.name, loaded + failed, None)
     return LoadOutcome(table.name, version, loaded + failed, [])
+
+
+def _good(local: dict[str, FileInfo], counts: dict[str, int]) -> list[tuple[FileInfo, int]]:
+    return [(info, counts.get(path, 0)) for path, info in local.items()]
 
 
 def _unreadable_parquet(spark: SparkSession, paths: list[str]) -> dict[str, str]:
@@ -275,6 +324,7 @@ def _commit(
     catalog: Catalog,
     table: TableEntry,
     rows: DataFrame,
+    columns: tuple[Column, ...],
     good: list[tuple[FileInfo, int]],
     now: str,
     pipe: str | None,
@@ -294,7 +344,8 @@ def _commit(
     latest = history(spark, table.location, 1)[0]["version"]
     failpoints.reached(failpoints.BEFORE_COMMIT)
     (
-        rows.write.format("delta")
+        _as_table_rows(rows, table, columns)
+        .write.format("delta")
         .mode("append")
         .option("txnAppId", f"lake-load-{table.name}")
         .option("txnVersion", latest + 1)
