@@ -86,7 +86,12 @@ def reconcile(spark: SparkSession, catalog: Catalog, table: TableEntry) -> None:
 
 
 def pending_files(
-    catalog: Catalog, table: str, files: list[FileInfo], retention_days: float, force: bool = False
+    catalog: Catalog,
+    table: str,
+    files: list[FileInfo],
+    retention_days: float,
+    force: bool = False,
+    settle_seconds: float = SETTLE_SECONDS,
 ) -> list[FileInfo]:
     """Files not loaded within the retention window, not failed as they are, and settled."""
     now = datetime.now(UTC)
@@ -96,7 +101,7 @@ def pending_files(
     failed = {
         (r.file_path, r.file_size, r.file_modified) for r in records if r.status == LOAD_FAILED
     }
-    settled = now - timedelta(seconds=SETTLE_SECONDS)
+    settled = now - timedelta(seconds=settle_seconds)
     return [
         info
         for info in files
