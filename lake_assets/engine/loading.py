@@ -91,9 +91,10 @@ def pending_files(
     files: list[FileInfo],
     retention_days: float,
     force: bool = False,
-    settle_seconds: float = SETTLE_SECONDS,
+    complete: bool = False,
 ) -> list[FileInfo]:
-    """Files not loaded within the retention window, not failed as they are, and settled."""
+    """Files not loaded within the retention window, not failed as they are, and settled (or
+    known `complete`: S3 announces an object only once it is whole)."""
     now = datetime.now(UTC)
     since = (now - timedelta(days=retention_days)).isoformat(timespec="milliseconds")
     records = catalog.load_history(table, since)
@@ -101,7 +102,7 @@ def pending_files(
     failed = {
         (r.file_path, r.file_size, r.file_modified) for r in records if r.status == LOAD_FAILED
     }
-    settled = now - timedelta(seconds=settle_seconds)
+    settled = now - timedelta(seconds=0 if complete else SETTLE_SECONDS)
     return [
         info
         for info in files

@@ -51,7 +51,7 @@ def look(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry, backfill: bo
     days = settings.load_history_days
     pending = {
         info.relative_path: info
-        for info in pending_files(catalog, copy.table, created, days, settle_seconds=0)
+        for info in pending_files(catalog, copy.table, created, days, complete=True)
     }
     listing = None
     if backfill:

@@ -53,9 +53,8 @@ def ingest(
         files = source_files(copy.source, volume, store)
         todo = pending_files(catalog, table.name, files, days, copy.force)
     else:
-        # Named objects are whole (S3 announces an object once it is written): no settling.
         files = named_files(copy.source, volume, store, paths)
-        todo = pending_files(catalog, table.name, files, days, copy.force, settle_seconds=0)
+        todo = pending_files(catalog, table.name, files, days, copy.force, complete=True)
     outcome = load(spark, catalog, table, copy.source, store, todo, pipe=pipe)
     if copy.purge:
         failpoints.reached(failpoints.BEFORE_PURGE)
