@@ -20,7 +20,6 @@ class Look:
     """One look at a pipe's queue (and, when due, its volume): what to load and what was seen."""
 
     pending: list[FileInfo]
-    events: int
     ignored: list[str]
     listing: list[FileInfo] | None
 
@@ -61,7 +60,6 @@ def look(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry, backfill: bo
     queue.delete(received.receipts)
     return Look(
         sorted(pending.values(), key=lambda info: info.relative_path),
-        len(received.events),
         received.ignored,
         listing,
     )

@@ -171,7 +171,8 @@ def describe_pipe(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry) -> 
     reason = invalid_reason(catalog, pipe)
     pending = None if reason else len(pending_for(catalog, settings, pipe))
     volume = catalog.find_object(VolumeEntry, pipe.volume)
-    notified = pipe.ingest_mode == EVENT_NOTIFICATION and volume is not None
+    notified = pipe.ingest_mode == EVENT_NOTIFICATION
+    queue = f"{volume.queue_type}:{volume.queue_name}" if notified and volume else None
     loads = [r for r in catalog.load_history(pipe.table) if r.pipe_name == pipe.name]
     return Result.properties(
         **{
@@ -184,9 +185,7 @@ def describe_pipe(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry) -> 
             "copy_statement": pipe.copy_statement,
             "virtual_cluster": pipe.virtual_cluster,
             "poll_interval_seconds": pipe.poll_interval_seconds,
-            "notification_queue": (
-                f"{volume.queue_type}:{volume.queue_name}" if notified and volume else None
-            ),
+            "notification_queue": queue,
             "backfill_interval_seconds": pipe.backfill_interval_seconds if notified else None,
             "invalid_reason": reason,
             "files_pending": pending,
