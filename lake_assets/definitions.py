@@ -6,9 +6,11 @@ from collections import defaultdict
 
 from dagster import Definitions, in_process_executor
 
+from lake_assets.assets.event_pipes import event_pipe_sensor
 from lake_assets.assets.pipes import ingestion_asset, ingestion_job, pipe_sensor
 from lake_assets.assets.tables import table_asset_spec
 from lake_assets.assets.volumes import volume_spec
+from lake_assets.engine.pipes import EVENT_NOTIFICATION
 from resources.catalog import Catalog, CatalogResource
 from resources.entries import PipeEntry, VolumeEntry
 from resources.settings import LakeSettings
@@ -32,7 +34,12 @@ def build_definitions(settings: LakeSettings) -> Definitions:
         assets.append(ingestion_asset(table, pipes))
         job = ingestion_job(table.name)
         jobs.append(job)
-        sensors.extend(pipe_sensor(pipe, job, settings) for pipe in pipes)
+        sensors.extend(
+            (event_pipe_sensor if pipe.ingest_mode == EVENT_NOTIFICATION else pipe_sensor)(
+                pipe, job, settings
+            )
+            for pipe in pipes
+        )
     return Definitions(
         assets=assets,
         jobs=jobs,

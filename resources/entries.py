@@ -79,3 +79,5 @@ class PipeEntry(CatalogObject):
     paused: bool = False
     poll_interval_seconds: int = 5
     options: dict[str, str] = field(default_factory=dict)
+    # EVENT_NOTIFICATION pipes also list the volume this often, for events that never came.
+    backfill_interval_seconds: int = 60

@@ -47,6 +47,7 @@ def is_visible(relative: str) -> bool:
 
 class VolumeStore(Protocol):
     def list(self, prefix: str = "", recursive: bool = True) -> list[FileInfo]: ...
+    def stat(self, relative: str) -> FileInfo | None: ...
     def local_path(self, relative: str) -> Path: ...
     def put(self, source: Path, relative: str) -> None: ...
     def delete(self, relative: str) -> None: ...
@@ -68,17 +69,23 @@ class LocalStore:
             relative = path.relative_to(self.root).as_posix()
             if not path.is_file() or not all(map(is_visible, relative.split("/"))):
                 continue
-            stat = path.stat()
-            files.append(
-                FileInfo(
-                    relative_path=relative,
-                    size=stat.st_size,
-                    last_modified=datetime.fromtimestamp(stat.st_mtime, UTC),
-                    etag=f"{stat.st_size:x}-{stat.st_mtime_ns:x}",
-                    url=path.as_uri(),
-                )
-            )
+            files.append(self._info(path, relative))
         return sorted(files, key=lambda info: info.relative_path)
+
+    def stat(self, relative: str) -> FileInfo | None:
+        path = self.local_path(relative)
+        return self._info(path, inside(relative)) if path.is_file() else None
+
+    @staticmethod
+    def _info(path: Path, relative: str) -> FileInfo:
+        stat = path.stat()
+        return FileInfo(
+            relative_path=relative,
+            size=stat.st_size,
+            last_modified=datetime.fromtimestamp(stat.st_mtime, UTC),
+            etag=f"{stat.st_size:x}-{stat.st_mtime_ns:x}",
+            url=path.as_uri(),
+        )
 
     def local_path(self, relative: str) -> Path:
         return self.root / inside(relative)
@@ -118,16 +125,46 @@ class S3Store:
                 continue
             if not all(map(is_visible, relative.split("/"))):
                 continue
-            files.append(
-                FileInfo(
-                    relative_path=relative,
-                    size=item["Size"],
-                    last_modified=item["LastModified"].astimezone(UTC),
-                    etag=item["ETag"].strip('"'),
-                    url=f"s3://{self.bucket}/{item['Key']}",
-                )
-            )
+            files.append(self.file_info(relative, item["Size"], item["LastModified"], item["ETag"]))
         return sorted(files, key=lambda info: info.relative_path)
+
+    def file_info(self, relative: str, size: int, last_modified: datetime, etag: str) -> FileInfo:
+        """What a listing, a HEAD or an event says of an object, with the URL load records use."""
+        return FileInfo(
+            relative_path=relative,
+            size=size,
+            last_modified=last_modified.astimezone(UTC),
+            etag=etag.strip('"'),
+            url=f"s3://{self.bucket}/{self.prefix}{relative}",
+        )
+
+    def relative(self, bucket: str, key: str) -> str | None:
+        """The volume path of an object key; None for keys outside the volume or not data."""
+        if bucket != self.bucket or not key.startswith(self.prefix) or key.endswith("/"):
+            return None
+        relative = key[len(self.prefix) :]
+        try:
+            cleaned = inside(relative)
+        except LakeError:
+            return None
+        if cleaned != relative or not all(map(is_visible, relative.split("/"))):
+            return None
+        return relative
+
+    def stat(self, relative: str) -> FileInfo | None:
+        """The object as it is now, or None when it is gone."""
+        key = self.prefix + inside(relative)
+        try:
+            head = self.client.head_object(Bucket=self.bucket, Key=key)
+        except ClientError as error:
+            if error.response["Error"].get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return None
+            raise LakeError(
+                f"cannot read s3://{self.bucket}/{key}: {error.response['Error'].get('Message')}",
+                "check that the connection's credentials may read it",
+            ) from None
+        size, modified, etag = head["ContentLength"], head["LastModified"], head["ETag"]
+        return self.file_info(inside(relative), size, modified, etag)
 
     def local_path(self, relative: str) -> Path:
         """A local copy of the object as it is now: the cache is keyed by the object's ETag."""

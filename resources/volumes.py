@@ -1,28 +1,53 @@
-"""Open a volume's store from its catalog entry: local files, or S3 through dagster-aws."""
+"""Open a volume's store and event queue from its catalog entry: local files, or S3 and SQS."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from resources.entries import ConnectionEntry, VolumeEntry
 from resources.errors import LakeError
+from resources.queues import EventQueue
 from resources.secrets import unseal
 from resources.storage import LocalStore, S3Store, VolumeStore, split_location
+
+
+def _client_settings(connection: ConnectionEntry, lake_home: Path) -> dict[str, Any]:
+    """Endpoint, region and credentials shared by the S3 and SQS clients of one connection."""
+    endpoint = connection.endpoint
+    if endpoint and "://" not in endpoint:
+        endpoint = f"https://{endpoint}"
+    return {
+        "endpoint_url": endpoint,
+        "region_name": connection.region or "us-east-1",
+        "aws_access_key_id": unseal(connection.access_id, lake_home),
+        "aws_secret_access_key": unseal(connection.access_key, lake_home),
+    }
 
 
 def s3_client(connection: ConnectionEntry, lake_home: Path) -> object:
     """A boto3 S3 client through dagster-aws' S3Resource; secrets are unsealed only here."""
     from dagster_aws.s3 import S3Resource  # imported on use: it costs ~1 s at definitions load
 
-    endpoint = connection.endpoint
-    if endpoint and "://" not in endpoint:
-        endpoint = f"https://{endpoint}"
-    return S3Resource(
-        endpoint_url=endpoint,
-        region_name=connection.region or "us-east-1",
-        aws_access_key_id=unseal(connection.access_id, lake_home),
-        aws_secret_access_key=unseal(connection.access_key, lake_home),
-    ).get_client()
+    return S3Resource(**_client_settings(connection, lake_home)).get_client()
+
+
+def sqs_client(connection: ConnectionEntry, lake_home: Path) -> object:
+    """A boto3 SQS client on the same endpoint, region and credentials as the S3 client."""
+    import boto3  # imported on use, as dagster-aws is for S3
+
+    return boto3.session.Session().client("sqs", **_client_settings(connection, lake_home))
+
+
+def open_queue(volume: VolumeEntry, connection: ConnectionEntry, lake_home: Path) -> EventQueue:
+    """The SQS queue a volume's NOTIFICATION clause names (CREATE PIPE checked that it has one)."""
+    if volume.queue_name is None:
+        raise LakeError(
+            f"volume {volume.name} has no NOTIFICATION queue",
+            "DROP VOLUME and CREATE it again with NOTIFICATION = "
+            "(QUEUE_TYPE = 'AWS_SQS', QUEUE_NAME = '…')",
+        )
+    return EventQueue(sqs_client(connection, lake_home), volume.queue_name, volume.name)
 
 
 def open_store(volume: VolumeEntry, connection: ConnectionEntry, lake_home: Path) -> VolumeStore:

@@ -1,6 +1,6 @@
-"""Pipes → a sensor per pipe that requests runs of its target table's ingestion asset."""
+"""Pipes → a sensor per pipe that requests runs of its target table's ingestion asset.
 
-from __future__ import annotations
+No `from __future__ import annotations` here: Dagster reads the op's config class at runtime."""
 
 import hashlib
 from typing import Any
@@ -11,6 +11,7 @@ from dagster import (
     AssetObservation,
     AssetsDefinition,
     AssetSpec,
+    Config,
     DefaultSensorStatus,
     MaterializeResult,
     MetadataValue,
@@ -30,11 +31,25 @@ from lake_assets.engine.pipes import ingest, pending_for, pipe_copy
 from lake_assets.engine.volumes import store_of
 from resources.catalog import Catalog, CatalogResource, TableEntry
 from resources.entries import PipeEntry, VolumeEntry
+from resources.errors import LakeError
 from resources.settings import LakeSettings
 from resources.spark import DeltaSparkResource
+from resources.storage import FileInfo
 
 FILES_CHECK = "files_load"
 OBJECT_TAG = "lake/object"
+
+
+class IngestConfig(Config):
+    """Set by EVENT_NOTIFICATION sensors; a manual run leaves it empty and lists the volumes."""
+
+    pipe: str | None = None  # load only this pipe (default: every running pipe of the table)
+    files: list[str] | None = None  # the pipe's volume paths to load (default: list the volume)
+
+
+def ingest_run_config(table: str, pipe: str, files: list[str]) -> dict[str, Any]:
+    """Run config that loads just `files` of one pipe: what its S3 events announced."""
+    return {"ops": {f"ingest_{table}": {"config": {"pipe": pipe, "files": files}}}}
 
 
 def ingestion_asset(table: TableEntry, pipes: list[PipeEntry]) -> AssetsDefinition:
@@ -56,15 +71,30 @@ def ingestion_asset(table: TableEntry, pipes: list[PipeEntry]) -> AssetsDefiniti
             AssetCheckSpec(FILES_CHECK, asset=table.name, description="no file failed to load")
         ],
     )
-    def ingest_table(spark: DeltaSparkResource, catalog: CatalogResource) -> MaterializeResult:
+    def ingest_table(
+        config: IngestConfig, spark: DeltaSparkResource, catalog: CatalogResource
+    ) -> MaterializeResult:
         lake = catalog.catalog
+        named = [pipe for pipe in pipes if pipe.name == config.pipe]
+        if config.pipe is not None and not named:
+            raise LakeError(
+                f"pipe {config.pipe} does not feed table {table.name}",
+                f"name one of its pipes: {', '.join(pipe.name for pipe in pipes)}",
+            )
         running = [
             current
-            for pipe in pipes
+            for pipe in named or pipes
             if (current := lake.find_object(PipeEntry, pipe.name)) and not current.paused
         ]
         outcomes = [
-            ingest(spark.spark_session, lake, catalog.settings, pipe_copy(pipe), pipe.name)
+            ingest(
+                spark.spark_session,
+                lake,
+                catalog.settings,
+                pipe_copy(pipe),
+                pipe.name,
+                config.files,
+            )
             for pipe in running
         ]
         failed = [r for o in outcomes for r in o.records if r.status == "LOAD_FAILED"]
@@ -102,6 +132,33 @@ def ingestion_job(table: str) -> Any:
     )
 
 
+def running_pipe(settings: LakeSettings, name: str) -> tuple[Catalog, PipeEntry] | SkipReason:
+    """The pipe as the catalog has it now, or why its sensor skips (dropped or paused)."""
+    catalog = Catalog(settings.catalog_path)
+    current = catalog.find_object(PipeEntry, name)
+    if current is None:
+        return SkipReason(f"pipe {name} was dropped")
+    if current.paused:
+        return SkipReason(
+            f"pipe {name} is PAUSED; ALTER PIPE {name} SET PIPE_EXECUTION_PAUSED = FALSE resumes it"
+        )
+    return catalog, current
+
+
+def volume_observation(volume: str, listing: list[FileInfo]) -> AssetObservation:
+    return AssetObservation(
+        asset_key=volume_key(volume),
+        metadata=listing_metadata(listing),
+        tags={"dagster/data_version": listing_digest(listing)},
+    )
+
+
+def batch_key(pipe: str, files: list[FileInfo]) -> str:
+    """The same files (by URL and ETag) make the same run key, so Dagster runs them once."""
+    batch = hashlib.sha256("\n".join(f"{f.url}\0{f.etag}" for f in files).encode()).hexdigest()
+    return f"{pipe}-{batch[:20]}"
+
+
 def pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> SensorDefinition:
     """Looks at cheap state only (a listing and the load-history index); never starts Spark."""
 
@@ -113,30 +170,18 @@ def pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> SensorDefi
         description=f"pipe {pipe.name}: {pipe.copy_statement}",
     )
     def watch(context: SensorEvaluationContext) -> SensorResult | SkipReason:
-        catalog = Catalog(settings.catalog_path)
-        current = catalog.find_object(PipeEntry, pipe.name)
-        if current is None:
-            return SkipReason(f"pipe {pipe.name} was dropped")
-        if current.paused:
-            return SkipReason(
-                f"pipe {pipe.name} is PAUSED; ALTER PIPE {pipe.name} "
-                "SET PIPE_EXECUTION_PAUSED = FALSE resumes it"
-            )
+        state = running_pipe(settings, pipe.name)
+        if isinstance(state, SkipReason):
+            return state
+        catalog, current = state
         volume = catalog.get_object(VolumeEntry, current.volume)
         listing = store_of(catalog, settings, volume).list(recursive=volume.recursive)
-        observation = AssetObservation(
-            asset_key=volume_key(volume.name),
-            metadata=listing_metadata(listing),
-            tags={"dagster/data_version": listing_digest(listing)},
-        )
+        observation = volume_observation(volume.name, listing)
         pending = pending_for(catalog, settings, current)
         if not pending:
             return SensorResult(skip_reason="no new files", asset_events=[observation])
-        batch = hashlib.sha256(
-            "\n".join(f"{f.url}\0{f.etag}" for f in pending).encode()
-        ).hexdigest()[:20]
         return SensorResult(
-            run_requests=[RunRequest(run_key=f"{pipe.name}-{batch}")],
+            run_requests=[RunRequest(run_key=batch_key(pipe.name, pending))],
             asset_events=[observation],
         )
 

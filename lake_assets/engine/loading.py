@@ -86,9 +86,15 @@ def reconcile(spark: SparkSession, catalog: Catalog, table: TableEntry) -> None:
 
 
 def pending_files(
-    catalog: Catalog, table: str, files: list[FileInfo], retention_days: float, force: bool = False
+    catalog: Catalog,
+    table: str,
+    files: list[FileInfo],
+    retention_days: float,
+    force: bool = False,
+    complete: bool = False,
 ) -> list[FileInfo]:
-    """Files not loaded within the retention window, not failed as they are, and settled."""
+    """Files not loaded within the retention window, not failed as they are, and settled (or
+    known `complete`: S3 announces an object only once it is whole)."""
     now = datetime.now(UTC)
     since = (now - timedelta(days=retention_days)).isoformat(timespec="milliseconds")
     records = catalog.load_history(table, since)
@@ -96,7 +102,7 @@ def pending_files(
     failed = {
         (r.file_path, r.file_size, r.file_modified) for r in records if r.status == LOAD_FAILED
     }
-    settled = now - timedelta(seconds=SETTLE_SECONDS)
+    settled = now - timedelta(seconds=0 if complete else SETTLE_SECONDS)
     return [
         info
         for info in files

@@ -14,7 +14,7 @@ from lake_assets.engine.loading import (
     target_columns,
 )
 from lake_assets.engine.results import Result
-from lake_assets.engine.volumes import source_files, store_of
+from lake_assets.engine.volumes import named_files, source_files, store_of
 from lake_assets.sql.ingest_ddl import parse_copy_into_table
 from lake_assets.sql.statements import CopyIntoTable, CreatePipe
 from lake_assets.sql.tokens import TokenCursor, tokenize
@@ -22,7 +22,9 @@ from resources.catalog import Catalog, now_utc
 from resources.entries import PipeEntry, VolumeEntry
 from resources.errors import LakeError
 from resources.settings import LakeSettings
-from resources.storage import FileInfo, VolumeStore
+from resources.storage import FileInfo, VolumeStore, split_location
+
+EVENT_NOTIFICATION = "EVENT_NOTIFICATION"
 
 
 def pipe_copy(pipe: PipeEntry) -> CopyIntoTable:
@@ -38,14 +40,21 @@ def ingest(
     settings: LakeSettings,
     copy: CopyIntoTable,
     pipe: str | None = None,
+    paths: list[str] | None = None,
 ) -> LoadOutcome:
-    """Load every pending file of the COPY's volume once; with PURGE, delete the loaded ones."""
+    """Load every pending file of the COPY's volume (or of `paths`, named by S3 events) once;
+    with PURGE, delete the loaded ones."""
     table = catalog.table(copy.table)
     volume = catalog.get_object(VolumeEntry, copy.source.volume)
     store = store_of(catalog, settings, volume)
     reconcile(spark, catalog, table)
-    files = source_files(copy.source, volume, store)
-    todo = pending_files(catalog, table.name, files, settings.load_history_days, copy.force)
+    days = settings.load_history_days
+    if paths is None:
+        files = source_files(copy.source, volume, store)
+        todo = pending_files(catalog, table.name, files, days, copy.force)
+    else:
+        files = named_files(copy.source, volume, store, paths)
+        todo = pending_files(catalog, table.name, files, days, copy.force, complete=True)
     outcome = load(spark, catalog, table, copy.source, store, todo, pipe=pipe)
     if copy.purge:
         failpoints.reached(failpoints.BEFORE_PURGE)
@@ -82,11 +91,8 @@ def create_pipe(catalog: Catalog, settings: LakeSettings, stmt: CreatePipe) -> R
             f"volume {volume.name} already feeds pipe {sharing[0]}",
             "give each pipe its own volume (a separate subdirectory)",
         )
-    if stmt.ingest_mode == "EVENT_NOTIFICATION":
-        raise LakeError(
-            "not supported yet: INGEST_MODE = 'EVENT_NOTIFICATION'",
-            "use INGEST_MODE = 'LIST_PURGE' for now",
-        )
+    if stmt.ingest_mode == EVENT_NOTIFICATION:
+        _check_notification(stmt, volume)
     store_of(catalog, settings, volume)
     catalog.add_object(
         PipeEntry(
@@ -99,12 +105,49 @@ def create_pipe(catalog: Catalog, settings: LakeSettings, stmt: CreatePipe) -> R
             virtual_cluster=stmt.virtual_cluster,
             comment=stmt.comment,
             poll_interval_seconds=stmt.poll_interval_seconds,
+            backfill_interval_seconds=stmt.backfill_interval_seconds,
         )
     )
+    if stmt.ingest_mode == EVENT_NOTIFICATION:
+        return Result.status(
+            f"created pipe {stmt.name}: RUNNING, reads S3 events from queue {volume.queue_name} "
+            f"every {stmt.poll_interval_seconds} s and lists volume {volume.name} every "
+            f"{stmt.backfill_interval_seconds} s for missed ones (with the Dagster daemon running)"
+        )
     return Result.status(
         f"created pipe {stmt.name}: RUNNING, looks for new files in volume {volume.name} "
         f"every {stmt.poll_interval_seconds} s (with the Dagster daemon running)"
     )
+
+
+def _check_notification(stmt: CreatePipe, volume: VolumeEntry) -> None:
+    """EVENT_NOTIFICATION needs an S3 volume whose events go to an SQS queue; it keeps files."""
+    mode = f"pipe {stmt.name}: INGEST_MODE = 'EVENT_NOTIFICATION'"
+    if stmt.copy.purge:
+        raise LakeError(
+            f"{mode} keeps the source files, so PURGE = TRUE cannot apply",
+            "drop PURGE = TRUE, or use INGEST_MODE = 'LIST_PURGE' to delete loaded files",
+        )
+    if split_location(volume.location)[0] == "file":
+        raise LakeError(
+            f"{mode} needs object storage events, but volume {volume.name} is a local "
+            f"directory ({volume.location})",
+            "use INGEST_MODE = 'LIST_PURGE' for local volumes",
+        )
+    if volume.queue_name is None:
+        raise LakeError(
+            f"{mode} needs a queue, but volume {volume.name} has no NOTIFICATION",
+            f"DROP VOLUME {volume.name} and CREATE it again with NOTIFICATION = "
+            "(QUEUE_TYPE = 'AWS_SQS', QUEUE_NAME = '…'), the SQS queue the bucket's "
+            "event notifications go to",
+        )
+    if (volume.queue_type or "").upper() != "AWS_SQS":
+        raise LakeError(
+            f"{mode}: volume {volume.name}'s QUEUE_TYPE '{volume.queue_type or ''}' is not "
+            "supported",
+            "send the bucket's event notifications to an SQS queue (any S3-compatible "
+            "endpoint's SQS API) and use QUEUE_TYPE = 'AWS_SQS'",
+        )
 
 
 def pending_for(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry) -> list[FileInfo]:
@@ -127,6 +170,9 @@ def invalid_reason(catalog: Catalog, pipe: PipeEntry) -> str | None:
 def describe_pipe(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry) -> Result:
     reason = invalid_reason(catalog, pipe)
     pending = None if reason else len(pending_for(catalog, settings, pipe))
+    volume = catalog.find_object(VolumeEntry, pipe.volume)
+    notified = pipe.ingest_mode == EVENT_NOTIFICATION
+    queue = f"{volume.queue_type}:{volume.queue_name}" if notified and volume else None
     loads = [r for r in catalog.load_history(pipe.table) if r.pipe_name == pipe.name]
     return Result.properties(
         **{
@@ -139,6 +185,8 @@ def describe_pipe(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry) -> 
             "copy_statement": pipe.copy_statement,
             "virtual_cluster": pipe.virtual_cluster,
             "poll_interval_seconds": pipe.poll_interval_seconds,
+            "notification_queue": queue,
+            "backfill_interval_seconds": pipe.backfill_interval_seconds if notified else None,
             "invalid_reason": reason,
             "files_pending": pending,
             "files_loaded": sum(1 for r in loads if r.status == "LOADED"),

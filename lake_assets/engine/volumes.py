@@ -159,6 +159,28 @@ def source_files(source: VolumeSource, volume: VolumeEntry, store: VolumeStore) 
     return wanted
 
 
+def in_scope(source: VolumeSource, volume: VolumeEntry, relative: str) -> bool:
+    """Whether the COPY's source takes this volume path: the paths source_files would list."""
+    folder = inside(source.subdirectory or "", "SUBDIRECTORY")
+    if source.files is not None:
+        return relative in {inside(_joined(folder, name), "FILES entry") for name in source.files}
+    if folder and not relative.startswith(f"{folder}/"):
+        return False
+    rest = relative[len(folder) + 1 :] if folder else relative
+    return volume.recursive or "/" not in rest
+
+
+def named_files(
+    source: VolumeSource, volume: VolumeEntry, store: VolumeStore, paths: list[str]
+) -> list[FileInfo]:
+    """The named volume paths that the COPY takes and that exist now (events can be stale)."""
+    found = []
+    for relative in sorted(set(paths)):
+        if in_scope(source, volume, inside(relative)) and (info := store.stat(relative)):
+            found.append(info)
+    return found
+
+
 def reader_options(source: VolumeSource) -> dict[str, str]:
     options = dict(source.options)
     if source.file_format == "JSON":

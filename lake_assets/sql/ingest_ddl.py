@@ -40,13 +40,15 @@ COPY_INTO_TABLE = (
 )
 CREATE_PIPE = (
     "CREATE PIPE [IF NOT EXISTS] p [VIRTUAL_CLUSTER = '…'] INGEST_MODE = 'LIST_PURGE'|"
-    "'EVENT_NOTIFICATION' [POLL_INTERVAL = seconds] [COMMENT '…'] AS COPY INTO t FROM VOLUME v …"
+    "'EVENT_NOTIFICATION' [POLL_INTERVAL = seconds] [BACKFILL_INTERVAL = seconds] [COMMENT '…'] "
+    "AS COPY INTO t FROM VOLUME v …"
 )
 ALTER_PIPE = "ALTER PIPE p REFRESH | ALTER PIPE p SET PIPE_EXECUTION_PAUSED = TRUE|FALSE"
 CONNECTION_TYPES = ("OSS", "COS", "S3", "LOCAL")
 # How COPY INTO VOLUME … FROM (SELECT …) parses its query: the parser module passes its own.
 QueryParser = Callable[[str], Statement]
 INGEST_MODES = ("LIST_PURGE", "EVENT_NOTIFICATION")
+PIPE_SETTINGS = ("VIRTUAL_CLUSTER", "INGEST_MODE", "POLL_INTERVAL", "BACKFILL_INTERVAL")
 
 
 def parse_create_connection(cursor: TokenCursor) -> CreateConnection:
@@ -220,8 +222,8 @@ def parse_create_pipe(cursor: TokenCursor, text: str) -> CreatePipe:
             comment = cursor.string("a comment")
             continue
         key = cursor.word()
-        if key not in ("VIRTUAL_CLUSTER", "INGEST_MODE", "POLL_INTERVAL"):
-            cursor.fail("VIRTUAL_CLUSTER, INGEST_MODE, POLL_INTERVAL, COMMENT or AS")
+        if key not in PIPE_SETTINGS:
+            cursor.fail(f"{', '.join(PIPE_SETTINGS)}, COMMENT or AS")
         cursor.position += 1
         cursor.expect_symbol(TokenType.EQ, "=")
         settings[key] = cursor.setting(f"a value for {key}")
@@ -238,11 +240,10 @@ def parse_create_pipe(cursor: TokenCursor, text: str) -> CreatePipe:
         raise LakeError(
             f"INGEST_MODE '{mode}' is not supported", "use 'LIST_PURGE' or 'EVENT_NOTIFICATION'"
         )
-    interval = settings.get("POLL_INTERVAL", "5")
-    if not interval.isdigit() or int(interval) < 1:
+    if "BACKFILL_INTERVAL" in settings and mode != "EVENT_NOTIFICATION":
         raise LakeError(
-            f"POLL_INTERVAL {interval} is not a whole number of seconds",
-            "use e.g. POLL_INTERVAL = 5",
+            f"pipe {name}: BACKFILL_INTERVAL applies to INGEST_MODE = 'EVENT_NOTIFICATION' only",
+            "drop BACKFILL_INTERVAL (a LIST_PURGE pipe lists the volume every POLL_INTERVAL)",
         )
     return CreatePipe(
         name,
@@ -251,9 +252,19 @@ def parse_create_pipe(cursor: TokenCursor, text: str) -> CreatePipe:
         mode,
         settings.get("VIRTUAL_CLUSTER"),
         comment,
-        int(interval),
+        _seconds(settings, "POLL_INTERVAL", 5),
         if_not_exists,
+        _seconds(settings, "BACKFILL_INTERVAL", 60),
     )
+
+
+def _seconds(settings: dict[str, str], key: str, default: int) -> int:
+    value = settings.get(key, str(default))
+    if not value.isdigit() or int(value) < 1:
+        raise LakeError(
+            f"{key} {value} is not a whole number of seconds", f"use e.g. {key} = {default}"
+        )
+    return int(value)
 
 
 def parse_alter_pipe(cursor: TokenCursor) -> AlterPipe:

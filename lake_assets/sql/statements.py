@@ -175,6 +175,7 @@ class CreatePipe:
     comment: str | None = None
     poll_interval_seconds: int = 5
     if_not_exists: bool = False
+    backfill_interval_seconds: int = 60
 
 
 @dataclass(frozen=True)

@@ -532,3 +532,45 @@ def test_open_store_refuses_a_bucket_location_with_a_local_connection(lake_home)
 def test_open_store_refuses_a_bucket_root(s3_endpoint, lake_home):
     with pytest.raises(LakeError, match="bucket root"):
         open_store(volume("s3://bucket/"), connection(s3_endpoint, lake_home), lake_home)
+
+
+# S3Store.relative() and stat(): what an S3 event names, mapped into the volume and looked up
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [
+        ("data/a.csv", "a.csv"),
+        ("data/sub/deep/c d.csv", "sub/deep/c d.csv"),
+        ("data/sub/", None),  # a folder marker
+        ("data/../other/z.csv", None),  # leaves the volume
+        ("data/sub//b.csv", None),  # not a normal path: no listing would show it so
+        ("data/_SUCCESS", None),
+        ("data/sub/.hidden.csv", None),
+        ("data/a.csv.tmp", None),
+        ("database/x.csv", None),
+        ("other/z.csv", None),
+    ],
+)
+def test_s3_relative_maps_keys_inside_the_volume_only(filled, key, expected):
+    assert filled.relative(filled.bucket, key) == expected
+
+
+def test_s3_relative_refuses_another_buckets_keys(filled):
+    assert filled.relative("another-bucket", "data/a.csv") is None
+
+
+def test_s3_stat_is_what_a_listing_says_or_none(filled):
+    (listed,) = [info for info in filled.list() if info.relative_path == "a.csv"]
+    assert filled.stat("a.csv") == listed
+    assert filled.stat("missing.csv") is None
+    with pytest.raises(LakeError, match="leaves the volume"):
+        filled.stat("../other/z.csv")
+
+
+def test_local_stat_is_what_a_listing_says_or_none(tmp_path):
+    write(tmp_path / "vol" / "sub" / "a.csv")
+    store = LocalStore(tmp_path / "vol")
+    (listed,) = store.list()
+    assert store.stat("sub/a.csv") == listed
+    assert store.stat("sub/missing.csv") is None
