@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import cast
 from urllib.parse import urlparse
 
+from dagster import InitResourceContext
 from dagster_pyspark import LazyPySparkResource
 from dagster_pyspark.resources import spark_session_from_config
 from pyspark.sql import SparkSession
@@ -111,6 +112,10 @@ def connect_session(url: str) -> SparkSession:
         ) from None
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
+    # pyspark.sql.functions build Connect expressions only in this mode (pyspark's own remote
+    # builder sets it too): a process runs Spark either locally or through Connect.
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+
     # The Connect builder itself: pyspark's generic builder refuses a remote session in a process
     # that already has a classic one, and switches later classic builders to Connect mode.
     return cast(SparkSession, ConnectSession.builder.remote(url).create())
@@ -146,3 +151,9 @@ class DeltaSparkResource(LazyPySparkResource):
                 self._spark_session = spark_session_from_config(config)
             _silence_duplicate_error_logs()
         return self._spark_session
+
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        """A run's Connect session is released on the server; a local JVM ends with its process."""
+        if self.remote and self._spark_session is not None:
+            self._spark_session.stop()
+            self._spark_session = None
