@@ -11,6 +11,7 @@ import json
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 from urllib.parse import unquote
 
 from pyspark.sql import DataFrame, SparkSession
@@ -61,12 +62,26 @@ def _load_metadata(user_metadata: str | None) -> dict | None:
     return json.loads(user_metadata)
 
 
-def reconcile(spark: SparkSession, catalog: Catalog, table: TableEntry) -> None:
-    """Copy the load records carried by commits newer than the index's mark into the index."""
+def _history_since(spark: SparkSession, location: str, mark: int) -> list[Any]:
+    """The newest commits back to `mark` + 1 at least (newest first): a long history is not read
+    in full before every load."""
+    limit = 8
+    while True:
+        commits = history(spark, location, limit)
+        if len(commits) < limit or commits[-1]["version"] <= mark + 1:
+            return commits
+        limit *= 8
+
+
+def reconcile(spark: SparkSession, catalog: Catalog, table: TableEntry) -> int:
+    """Copy the load records carried by commits newer than the index's mark into the index;
+    return the table's newest version (the next load's commit is fenced with it)."""
     mark = catalog.load_mark(table.name)
-    commits = [c for c in history(spark, table.location) if c["version"] > mark]
+    recent = _history_since(spark, table.location, mark)
+    newest = recent[0]["version"]
+    commits = [c for c in recent if c["version"] > mark]
     if not commits:
-        return
+        return newest
     records = []
     for commit in commits:
         metadata = _load_metadata(commit["userMetadata"])
@@ -79,10 +94,11 @@ def reconcile(spark: SparkSession, catalog: Catalog, table: TableEntry) -> None:
                     metadata.get("pipe"), commit["version"],
                 )
             )  # fmt: skip
-    newest = max(c["version"] for c in commits)
     catalog.record_loads(table.name, records, newest)
-    # A crash after a load's commit also skipped recording the table's version and rows.
-    catalog.record_table_state(table, newest, row_count(spark, table.location, newest))
+    if table.version is None or table.version < newest:
+        # A crash after a load's commit also skipped recording the table's version and rows.
+        catalog.record_table_state(table, newest, row_count(spark, table.location, newest))
+    return newest
 
 
 def pending_files(
@@ -175,9 +191,11 @@ def load(
     store: VolumeStore,
     files: list[FileInfo],
     *,
+    fence: int,
     pipe: str | None = None,
 ) -> LoadOutcome:
-    """Load `files` (already filtered to pending ones) into `table` in one commit."""
+    """Load `files` (already filtered to pending ones) into `table` in one commit; `fence` is
+    the table's newest version when `reconcile` brought the index up to date."""
     if not files:
         return LoadOutcome(table.name, None, [], [])
     columns = target_columns(table, source)
@@ -214,14 +232,17 @@ def load(
             if good:
                 rows = frame.filter(~F.col(_FILE).isin(bad_uris)) if bad_uris else frame
                 version = _commit(
-                    spark, catalog, table, _as_table_rows(rows, table, columns), good, now, pipe
-                )
+                    spark, catalog, table, _as_table_rows(rows, table, columns), good, now,
+                    pipe, fence,
+                )  # fmt: skip
                 loaded = [
                     _record(info, now, LOADED, count, None, pipe, version) for info, count in good
                 ]
         finally:
             frame.unpersist()
-    catalog.record_loads(table.name, loaded + failed, None)
+    # Right after the reconciled version, this commit's records complete the index up to it.
+    mark = version if version == fence + 1 else None
+    catalog.record_loads(table.name, loaded + failed, mark)
     return LoadOutcome(table.name, version, loaded + failed, [])
 
 
@@ -278,8 +299,12 @@ def _commit(
     good: list[tuple[FileInfo, int]],
     now: str,
     pipe: str | None,
+    fence: int,
 ) -> int:
-    """Append the rows with their files' load records in the same commit; return its version."""
+    """Append the rows with their files' load records in the same commit; return its version.
+
+    txnVersion `fence` + 1 makes Delta skip the write when another load committed since the
+    reconcile (its txnVersion is at least as high): then the commit is not found by its tag."""
     tag = uuid.uuid4().hex
     metadata = json.dumps(
         {
@@ -291,13 +316,12 @@ def _commit(
         }
     )
     before = catalog.table(table.name)
-    latest = history(spark, table.location, 1)[0]["version"]
     failpoints.reached(failpoints.BEFORE_COMMIT)
     (
         rows.write.format("delta")
         .mode("append")
         .option("txnAppId", f"lake-load-{table.name}")
-        .option("txnVersion", latest + 1)
+        .option("txnVersion", fence + 1)
         .option("userMetadata", metadata)
         .save(table.location)
     )

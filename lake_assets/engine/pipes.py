@@ -43,10 +43,10 @@ def ingest(
     table = catalog.table(copy.table)
     volume = catalog.get_object(VolumeEntry, copy.source.volume)
     store = store_of(catalog, settings, volume)
-    reconcile(spark, catalog, table)
+    fence = reconcile(spark, catalog, table)
     files = source_files(copy.source, volume, store)
     todo = pending_files(catalog, table.name, files, settings.load_history_days, copy.force)
-    outcome = load(spark, catalog, table, copy.source, store, todo, pipe=pipe)
+    outcome = load(spark, catalog, table, copy.source, store, todo, fence=fence, pipe=pipe)
     if copy.purge:
         failpoints.reached(failpoints.BEFORE_PURGE)
         outcome.purged = purge(catalog, settings, table.name, store, files)
