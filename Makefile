@@ -29,9 +29,10 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# Dagster UI and daemon on http://localhost:3000.
+# Dagster UI and daemon on http://localhost:3000; runs use a warm Spark Connect server
+# (scripts/dev.py starts both, Ctrl-C stops both).
 dev: jars
-	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+	$(BIN)/python scripts/dev.py
 
 clean:
 	rm -rf $(VENV) dagster_home/lake dagster_home/storage dagster_home/history dagster_home/logs

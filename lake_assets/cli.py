@@ -16,6 +16,7 @@ from resources.errors import LakeError
 from resources.jvm import check_java, fetch_delta_jars
 from resources.settings import LakeSettings
 from resources.spark import DeltaSparkResource
+from resources.spark_server import serve, server_port
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -35,6 +36,13 @@ def _parser() -> argparse.ArgumentParser:
     sql.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
     setup = commands.add_parser("setup", help="check Java and fetch Delta Lake's jars once")
     setup.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
+    server = commands.add_parser(
+        "spark-server", help="run a warm Spark Connect server on 127.0.0.1 (Ctrl-C stops it)"
+    )
+    server.add_argument(
+        "--port", type=int, help="port to listen on (default: LAKE_SPARK_REMOTE's, else 15002)"
+    )
+    server.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
     return parser
 
 
@@ -87,6 +95,14 @@ def run_setup(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_spark_server(args: argparse.Namespace) -> int:
+    try:
+        settings = LakeSettings.from_env()
+        return serve(settings, server_port(settings, args.port))
+    except LakeError as error:
+        return _fail(str(error), args.debug)
+
+
 def _fail(message: str, debug: bool) -> int:
     if debug:
         traceback.print_exc()
@@ -97,7 +113,8 @@ def _fail(message: str, debug: bool) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return run_setup(args) if args.command == "setup" else run_sql(args)
+        commands = {"setup": run_setup, "spark-server": run_spark_server, "sql": run_sql}
+        return commands[args.command](args)
     except KeyboardInterrupt:
         return 130
 

@@ -43,6 +43,7 @@ class LakeSettings:
     jars_dir: Path = field(default_factory=_default_jars_dir)
     spark_conf: dict[str, str] = field(default_factory=dict)
     load_history_days: float = 7.0
+    spark_remote: str | None = None
 
     @property
     def catalog_path(self) -> Path:
@@ -68,4 +69,5 @@ class LakeSettings:
             else _default_jars_dir(),
             spark_conf=_parse_spark_conf(env.get("LAKE_SPARK_CONF", "")),
             load_history_days=float(env.get("LAKE_LOAD_HISTORY_DAYS") or 7),
+            spark_remote=env.get("LAKE_SPARK_REMOTE") or None,
         )

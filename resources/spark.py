@@ -1,22 +1,31 @@
-"""The Spark session with Delta Lake, as a lazy Dagster resource: no JVM until first use."""
+"""The Spark session with Delta Lake, as a lazy Dagster resource: no JVM until first use.
+
+With LAKE_SPARK_REMOTE set, the session is a Spark Connect client of a warm server
+(`lake spark-server`) instead: no JVM in this process at all."""
 
 from __future__ import annotations
 
 import logging
 import os
+import socket
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import cast
+from urllib.parse import urlparse
 
+from dagster import InitResourceContext
 from dagster_pyspark import LazyPySparkResource
 from dagster_pyspark.resources import spark_session_from_config
 from pyspark.sql import SparkSession
 
+from resources.errors import LakeError
 from resources.jvm import check_java, fetch_delta_jars
 from resources.settings import LakeSettings
 
 _LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+DEFAULT_CONNECT_PORT = 15002
 
 
 def spark_conf(settings: LakeSettings) -> dict[str, str]:
@@ -40,6 +49,13 @@ def spark_conf(settings: LakeSettings) -> dict[str, str]:
     }
     conf.update(settings.spark_conf)
     return conf
+
+
+def with_delta_jars(config: dict[str, str], jars_dir: Path) -> dict[str, str]:
+    """`config` with Delta Lake's cached jars added to spark.jars (fetched on first use)."""
+    jars = [str(jar) for jar in fetch_delta_jars(jars_dir)]
+    extra = [config["spark.jars"]] if config.get("spark.jars") else []
+    return {**config, "spark.jars": ",".join([*extra, *jars])}
 
 
 def _silence_duplicate_error_logs() -> None:
@@ -72,11 +88,45 @@ def _console_to(path: str | None) -> Iterator[None]:
             os.close(fd)
 
 
+def remote_address(url: str) -> tuple[str, int]:
+    """Host and port of a Spark Connect URL, sc://host[:port][/;params] (port 15002 by default)."""
+    parsed = urlparse(url)
+    if parsed.scheme != "sc" or not parsed.hostname:
+        raise LakeError(
+            f"LAKE_SPARK_REMOTE={url!r} is not a Spark Connect URL",
+            "write it as sc://host:port, for example sc://127.0.0.1:15002",
+        )
+    return parsed.hostname, parsed.port or DEFAULT_CONNECT_PORT
+
+
+def connect_session(url: str) -> SparkSession:
+    """A Spark Connect session of its own (per-session confs stay in it), or a clear error."""
+    host, port = remote_address(url)
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+    except OSError as error:
+        raise LakeError(
+            f"no Spark Connect server answers at {url} ({error.strerror or error})",
+            "start one with `lake spark-server` (or `make dev`), or unset LAKE_SPARK_REMOTE "
+            "to run Spark in this process",
+        ) from None
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    # pyspark.sql.functions build Connect expressions only in this mode (pyspark's own remote
+    # builder sets it too): a process runs Spark either locally or through Connect.
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+
+    # The Connect builder itself: pyspark's generic builder refuses a remote session in a process
+    # that already has a classic one, and switches later classic builders to Connect mode.
+    return cast(SparkSession, ConnectSession.builder.remote(url).create())
+
+
 class DeltaSparkResource(LazyPySparkResource):
     """dagster-pyspark's lazy session, with Delta's jars and the Java check done before start."""
 
     jars_dir: str
     console_log: str | None = None
+    remote: str | None = None
 
     @classmethod
     def from_settings(
@@ -86,17 +136,24 @@ class DeltaSparkResource(LazyPySparkResource):
             spark_config=spark_conf(settings),
             jars_dir=str(settings.jars_dir),
             console_log=console_log,
+            remote=settings.spark_remote,
         )
 
     @property
     def spark_session(self) -> SparkSession:
+        if self._spark_session is None and self.remote:
+            self._spark_session = connect_session(self.remote)
+            _silence_duplicate_error_logs()
         if self._spark_session is None:
             check_java()
-            jars = fetch_delta_jars(Path(self.jars_dir))
-            config = dict(self.spark_config)
-            extra = [config["spark.jars"]] if config.get("spark.jars") else []
-            config["spark.jars"] = ",".join([*extra, *(str(jar) for jar in jars)])
+            config = with_delta_jars(self.spark_config, Path(self.jars_dir))
             with _console_to(self.console_log):
                 self._spark_session = spark_session_from_config(config)
             _silence_duplicate_error_logs()
         return self._spark_session
+
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        """A run's Connect session is released on the server; a local JVM ends with its process."""
+        if self.remote and self._spark_session is not None:
+            self._spark_session.stop()
+            self._spark_session = None

@@ -11,6 +11,7 @@ import json
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 from urllib.parse import unquote
 
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
@@ -61,12 +62,26 @@ def _load_metadata(user_metadata: str | None) -> dict | None:
     return json.loads(user_metadata)
 
 
-def reconcile(spark: SparkSession, catalog: Catalog, table: TableEntry) -> None:
-    """Copy the load records carried by commits newer than the index's mark into the index."""
+def _history_since(spark: SparkSession, location: str, mark: int) -> list[Any]:
+    """The newest commits back to `mark` + 1 at least (newest first): a long history is not read
+    in full before every load."""
+    limit = 8
+    while True:
+        commits = history(spark, location, limit)
+        if len(commits) < limit or commits[-1]["version"] <= mark + 1:
+            return commits
+        limit *= 8
+
+
+def reconcile(spark: SparkSession, catalog: Catalog, table: TableEntry) -> int:
+    """Copy the load records carried by commits newer than the index's mark into the index;
+    return the table's newest version (the next load's commit is fenced with it)."""
     mark = catalog.load_mark(table.name)
-    commits = [c for c in history(spark, table.location) if c["version"] > mark]
+    recent = _history_since(spark, table.location, mark)
+    newest = recent[0]["version"]
+    commits = [c for c in recent if c["version"] > mark]
     if not commits:
-        return
+        return newest
     records = []
     for commit in commits:
         metadata = _load_metadata(commit["userMetadata"])
@@ -79,10 +94,11 @@ def reconcile(spark: SparkSession, catalog: Catalog, table: TableEntry) -> None:
                     metadata.get("pipe"), commit["version"],
                 )
             )  # fmt: skip
-    newest = max(c["version"] for c in commits)
     catalog.record_loads(table.name, records, newest)
-    # A crash after a load's commit also skipped recording the table's version and rows.
-    catalog.record_table_state(table, newest, row_count(spark, table.location, newest))
+    if table.version is None or table.version < newest:
+        # A crash after a load's commit also skipped recording the table's version and rows.
+        catalog.record_table_state(table, newest, row_count(spark, table.location, newest))
+    return newest
 
 
 def pending_files(
@@ -234,9 +250,11 @@ def load(
     store: VolumeStore,
     files: list[FileInfo],
     *,
+    fence: int,
     pipe: str | None = None,
 ) -> LoadOutcome:
-    """Load `files` (already filtered to pending ones) into `table` in one commit.
+    """Load `files` (already filtered to pending ones) into `table` in one commit; `fence` is
+    the table's newest version when `reconcile` brought the index up to date.
 
     One pass when every record fits (the usual case); otherwise a second, cached pass sorts the
     bad files out so that the good ones still load."""
@@ -255,7 +273,7 @@ def load(
         try:
             good = _good(local, _rows_per_file(spark, source, columns, list(local)))
             rows = _parse(spark, source, columns, list(local), strict=True)
-            version = _commit(spark, catalog, table, rows, columns, good, now, pipe)
+            version = _commit(spark, catalog, table, rows, columns, good, now, pipe, fence)
         except Exception as error:  # a bad record aborts the write before its commit
             if not _is_malformed(error):
                 raise
@@ -268,11 +286,13 @@ def load(
                 good = _good(local, counts)
                 if good:
                     rows = frame.filter(~F.col(_FILE).isin(list(problems)))
-                    version = _commit(spark, catalog, table, rows, columns, good, now, pipe)
+                    version = _commit(spark, catalog, table, rows, columns, good, now, pipe, fence)
             finally:
                 frame.unpersist()
     loaded = [_record(info, now, LOADED, n, None, pipe, version) for info, n in good]
-    catalog.record_loads(table.name, loaded + failed, None)
+    # Right after the reconciled version, this commit's records complete the index up to it.
+    mark = version if version == fence + 1 else None
+    catalog.record_loads(table.name, loaded + failed, mark)
     return LoadOutcome(table.name, version, loaded + failed, [])
 
 
@@ -334,8 +354,12 @@ def _commit(
     good: list[tuple[FileInfo, int]],
     now: str,
     pipe: str | None,
+    fence: int,
 ) -> int:
-    """Append the rows with their files' load records in the same commit; return its version."""
+    """Append the rows with their files' load records in the same commit; return its version.
+
+    txnVersion `fence` + 1 makes Delta skip the write when another load committed since the
+    reconcile (its txnVersion is at least as high): then the commit is not found by its tag."""
     tag = uuid.uuid4().hex
     metadata = json.dumps(
         {
@@ -347,14 +371,13 @@ def _commit(
         }
     )
     before = catalog.table(table.name)
-    latest = history(spark, table.location, 1)[0]["version"]
     failpoints.reached(failpoints.BEFORE_COMMIT)
     (
         _as_table_rows(rows, table, columns)
         .write.format("delta")
         .mode("append")
         .option("txnAppId", f"lake-load-{table.name}")
-        .option("txnVersion", latest + 1)
+        .option("txnVersion", fence + 1)
         .option("userMetadata", metadata)
         .save(table.location)
     )

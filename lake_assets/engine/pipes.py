@@ -47,7 +47,7 @@ def ingest(
     table = catalog.table(copy.table)
     volume = catalog.get_object(VolumeEntry, copy.source.volume)
     store = store_of(catalog, settings, volume)
-    reconcile(spark, catalog, table)
+    fence = reconcile(spark, catalog, table)
     days = settings.load_history_days
     if paths is None:
         files = source_files(copy.source, volume, store)
@@ -55,7 +55,7 @@ def ingest(
     else:
         files = named_files(copy.source, volume, store, paths)
         todo = pending_files(catalog, table.name, files, days, copy.force, complete=True)
-    outcome = load(spark, catalog, table, copy.source, store, todo, pipe=pipe)
+    outcome = load(spark, catalog, table, copy.source, store, todo, fence=fence, pipe=pipe)
     if copy.purge:
         failpoints.reached(failpoints.BEFORE_PURGE)
         outcome.purged = purge(catalog, settings, table.name, store, files)

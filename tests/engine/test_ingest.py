@@ -363,6 +363,31 @@ def test_each_copy_is_one_commit_and_a_lost_index_is_rebuilt_from_the_commits(
     assert_catalog_matches(lake, "t", version=2, count=4)
 
 
+def test_the_index_mark_follows_each_load_and_a_rebuild_reads_back_far_enough(
+    lake: LakeSession, tmp_path: Path
+) -> None:
+    volume = local_volume(lake, tmp_path / "incoming")
+    lake.sql("CREATE TABLE t (id BIGINT, name STRING)")
+    inserts = ";".join(f"INSERT INTO t VALUES ({i}, 'x')" for i in range(10, 18))
+    lake.sql(inserts)  # versions 1-8: commits without load records
+    a = put(volume, "a.csv", "1,a\n")
+    assert message(lake, COPY) == (
+        "COPY: 1 files loaded (1 rows), 0 failed, 0 purged; t is at version 9"
+    )
+    assert lake.catalog.load_mark("t") == 9  # the next load need not read its own commit again
+
+    lake.sql(inserts)  # versions 10-17: the load's commit is more than 8 commits back
+    with sqlite3.connect(lake.catalog.path) as db:
+        db.execute("DELETE FROM load_history")
+        db.execute("DELETE FROM load_marks")
+    assert message(lake, COPY) == NO_CHANGE
+    assert [(r.file_path, r.commit_version) for r in lake.catalog.load_history("t")] == [
+        (a.as_uri(), 9)
+    ]
+    assert lake.catalog.load_mark("t") == 17
+    assert_catalog_matches(lake, "t", version=17, count=17)
+
+
 # --- pipes: the seed's Step 5 and its management statements ---
 
 

@@ -1,0 +1,253 @@
+"""Pipe latency: file written → rows queryable, through what `make dev` runs.
+
+    .venv/bin/python bench/pipe_latency.py [--files 24] [--interval 5] [--no-connect]
+
+Starts a Spark Connect server (unless --no-connect: then every run starts its own JVM) and
+`dagster-daemon run` on this repo's workspace.yaml, in a temporary DAGSTER_HOME (a copy of
+dagster_home/dagster.yaml) and LAKE_HOME. Creates a table, a volume and a LIST_PURGE pipe first
+(the code location reads them when the daemon loads it), loads one warm-up file, then writes one
+small CSV file every --interval seconds (±20 %). A file's latency ends when the Delta commit that
+carries its load record appears in the table's _delta_log (the commit file's mtime): no Spark is
+needed to watch. Prints each latency, p50 and p95 against the goal (p50 ≤ 15 s, p95 ≤ 30 s) and
+a breakdown from the Dagster instance's run records and event logs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
+
+from lake_assets.engine.session import LakeSession
+from resources.catalog import Catalog
+from resources.settings import LakeSettings
+from resources.spark import DeltaSparkResource
+from resources.spark_server import server_url, spawn_server, stop
+from tests.s3_server import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+GOAL_P50, GOAL_P95 = 15.0, 30.0
+SETUP = """
+CREATE STORAGE CONNECTION bench_conn TYPE LOCAL;
+CREATE EXTERNAL VOLUME bench_vol LOCATION '{location}' USING CONNECTION bench_conn
+    DIRECTORY = (ENABLE = TRUE, AUTO_REFRESH = TRUE) RECURSIVE = TRUE;
+CREATE TABLE bench_t (id BIGINT, file STRING, line INT);
+CREATE PIPE bench_pipe INGEST_MODE = 'LIST_PURGE' POLL_INTERVAL = {poll}
+    AS COPY INTO bench_t FROM VOLUME bench_vol USING CSV PURGE = TRUE;
+"""
+ACTIVE = [
+    DagsterRunStatus.QUEUED,
+    DagsterRunStatus.NOT_STARTED,
+    DagsterRunStatus.STARTING,
+    DagsterRunStatus.STARTED,
+]
+
+
+@dataclass
+class Sample:
+    name: str
+    url: str
+    written: float
+    committed: float | None = None
+    version: int | None = None
+
+
+class CommitWatcher:
+    """Reads new _delta_log commits and notes when each file's load record was committed."""
+
+    def __init__(self, table_location: str) -> None:
+        self.log = Path(table_location.removeprefix("file:")) / "_delta_log"
+        self.seen: set[str] = set()
+        self.committed: dict[str, tuple[float, int]] = {}
+
+    def scan(self) -> None:
+        for commit in sorted(self.log.glob("*.json")):
+            if commit.name in self.seen:
+                continue
+            self.seen.add(commit.name)
+            for line in commit.read_text().splitlines():
+                info = json.loads(line).get("commitInfo")
+                metadata = (info or {}).get("userMetadata") or ""
+                if metadata.startswith('{"lake_load"'):
+                    for url, *_ in json.loads(metadata)["files"]:
+                        self.committed[url] = (commit.stat().st_mtime, int(commit.stem))
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
+
+
+def write_file(folder: Path, number: int, rows: int) -> Path:
+    """Write under a hidden name, then rename: the pipe sees the file whole or not at all."""
+    name = f"f{number:04d}.csv"
+    hidden = folder / f".{name}"
+    hidden.write_text("".join(f"{number * 1000 + i},{name},{i}\n" for i in range(rows)))
+    return hidden.rename(folder / name)
+
+
+def wait_for(watcher: CommitWatcher, samples: list[Sample], until: float) -> None:
+    while True:
+        watcher.scan()
+        for sample in samples:
+            if sample.committed is None and sample.url in watcher.committed:
+                sample.committed, sample.version = watcher.committed[sample.url]
+        if time.time() >= until or (samples and all(s.committed is not None for s in samples)):
+            return
+        time.sleep(0.2)
+
+
+def breakdown(instance: DagsterInstance, samples: list[Sample]) -> None:
+    """Per file: sensor (written → run created), queue + process start + code load (→ RUN_START),
+    run set-up (→ STEP_START), load (→ commit)."""
+    runs = []
+    for record in instance.get_run_records(RunsFilter(job_name="ingest_bench_t_job")):
+        events = {
+            entry.dagster_event.event_type: entry.timestamp
+            for entry in instance.all_logs(record.dagster_run.run_id)
+            if entry.dagster_event is not None
+        }
+        runs.append(
+            (
+                record.create_timestamp.timestamp(),
+                events.get(DagsterEventType.RUN_START),
+                events.get(DagsterEventType.STEP_START),
+                record.end_time,
+            )
+        )
+    parts: dict[str, list[float]] = {"sensor": [], "start": [], "setup": [], "load": []}
+    for sample in samples:
+        run = next(
+            (
+                r
+                for r in runs
+                if r[1] and r[3] and sample.committed and r[1] <= sample.committed <= r[3]
+            ),
+            None,
+        )
+        if run is None or run[2] is None or sample.committed is None:
+            continue
+        created, started, step, _ = run
+        parts["sensor"].append(max(0.0, created - sample.written))
+        parts["start"].append(started - max(created, sample.written))
+        parts["setup"].append(step - started)
+        parts["load"].append(sample.committed - step)
+    labels = {
+        "sensor": "written → run requested (sensor loop, POLL_INTERVAL, settle)",
+        "start": "run requested → RUN_START (dequeue, process start, code load)",
+        "setup": "RUN_START → STEP_START (resources, step start)",
+        "load": "STEP_START → commit (Spark session, reconcile, read, commit)",
+    }
+    print(f"\nbreakdown over {len(parts['sensor'])} files (p50 / max, seconds):")
+    for key, label in labels.items():
+        values = parts[key]
+        if values:
+            print(f"  {label:64s} {percentile(values, 0.5):6.1f} / {max(values):6.1f}")
+    print(f"  runs: {len(runs)} for {len(samples)} files")
+
+
+def interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--files", type=int, default=24)
+    parser.add_argument("--interval", type=float, default=5.0, help="seconds between files")
+    parser.add_argument("--rows", type=int, default=5, help="rows per file")
+    parser.add_argument("--poll", type=int, default=5, help="the pipe's POLL_INTERVAL")
+    parser.add_argument("--no-connect", action="store_true", help="every run starts its own JVM")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="lake-latency-"))
+    dagster_home, incoming = root / "dagster_home", root / "incoming"
+    dagster_home.mkdir()
+    incoming.mkdir()
+    shutil.copy(ROOT / "dagster_home" / "dagster.yaml", dagster_home / "dagster.yaml")
+    env = {**os.environ, "DAGSTER_HOME": str(dagster_home), "LAKE_HOME": str(root / "lake")}
+    env.pop("LAKE_SPARK_REMOTE", None)
+    os.environ.update(env)
+    signal.signal(signal.SIGTERM, interrupt)
+    processes: list[subprocess.Popen] = []
+    print(f"working in {root} ({'per-run JVM' if args.no_connect else 'Spark Connect server'})")
+    try:
+        if not args.no_connect:
+            started = time.monotonic()
+            port = free_port()
+            with (root / "server.log").open("wb") as log:
+                processes.append(spawn_server(port, env, log))
+            env["LAKE_SPARK_REMOTE"] = os.environ["LAKE_SPARK_REMOTE"] = server_url(port)
+            print(f"Spark Connect server up in {time.monotonic() - started:.1f} s")
+        settings = LakeSettings.from_env()
+        spark = DeltaSparkResource.from_settings(settings, str(root / "console.log"))
+        lake = LakeSession(Catalog(settings.catalog_path), settings, lambda: spark.spark_session)
+        lake.sql(SETUP.format(location=incoming.as_uri() + "/", poll=args.poll))
+        spark.spark_session.stop()  # the bench's own session (a JVM with --no-connect) is done
+        watcher = CommitWatcher(lake.catalog.table("bench_t").location)
+
+        with (root / "daemon.log").open("wb") as log:
+            processes.append(
+                subprocess.Popen(
+                    [str(Path(sys.executable).with_name("dagster-daemon")), "run",
+                     "-w", str(ROOT / "workspace.yaml")],
+                    cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                )
+            )  # fmt: skip
+        warm = Sample("warm-up", write_file(incoming, 0, args.rows).as_uri(), time.time())
+        wait_for(watcher, [warm], time.time() + 600)
+        if warm.committed is None:
+            print(f"the warm-up file was not loaded within 600 s; see {root}/daemon.log")
+            return 1
+        print(f"warm-up file (daemon start included): {warm.committed - warm.written:.1f} s\n")
+
+        rng = random.Random(3)
+        samples: list[Sample] = []
+        for number in range(1, args.files + 1):
+            path = write_file(incoming, number, args.rows)
+            samples.append(Sample(path.name, path.as_uri(), path.stat().st_mtime))
+            wait_for(watcher, [], time.time() + args.interval * rng.uniform(0.8, 1.2))
+        wait_for(watcher, samples, time.time() + 300)
+        instance = DagsterInstance.get()
+        deadline = time.time() + 120
+        while instance.get_runs(RunsFilter(statuses=ACTIVE)) and time.time() < deadline:
+            time.sleep(0.5)  # the last run purges and reports after its commit
+
+        done = [s for s in samples if s.committed is not None]
+        for sample in samples:
+            latency = f"{sample.committed - sample.written:6.1f} s" if sample.committed else "lost"
+            print(f"{sample.name}  {latency}  (version {sample.version})")
+        latencies = [s.committed - s.written for s in done]
+        if not latencies:
+            print("no file was loaded")
+            return 1
+        p50, p95 = percentile(latencies, 0.5), percentile(latencies, 0.95)
+        print(
+            f"\n{len(done)}/{len(samples)} files loaded; latency p50 {p50:.1f} s, p95 {p95:.1f} s, "
+            f"max {max(latencies):.1f} s (goal: p50 ≤ {GOAL_P50:.0f} s, p95 ≤ {GOAL_P95:.0f} s: "
+            f"{'met' if p50 <= GOAL_P50 and p95 <= GOAL_P95 else 'NOT met'})"
+        )
+        breakdown(instance, samples)
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        for process in reversed(processes):
+            stop(process)
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""`make dev`: a warm Spark Connect server, then `dagster dev` whose runs use it; Ctrl-C stops both.
+
+LAKE_SPARK_REMOTE (default sc://127.0.0.1:15002) says where the server listens."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from types import FrameType
+
+from resources.errors import LakeError
+from resources.spark import DEFAULT_CONNECT_PORT, remote_address
+from resources.spark_server import LOOPBACK, spawn_server, stop
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def main() -> int:
+    url = os.environ.get("LAKE_SPARK_REMOTE") or f"sc://{LOOPBACK}:{DEFAULT_CONNECT_PORT}"
+    env = {**os.environ, "LAKE_SPARK_REMOTE": url}
+    signal.signal(signal.SIGTERM, _interrupt)
+    server = dagster = None
+    try:
+        server = spawn_server(remote_address(url)[1], env)
+        dagster = subprocess.Popen(
+            [str(Path(sys.executable).with_name("dagster")), "dev", "-w", "workspace.yaml",
+             "-h", "127.0.0.1", "-p", "3000"],
+            cwd=ROOT,
+            env=env,
+        )  # fmt: skip
+        return dagster.wait()
+    except LakeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        for process in (dagster, server):
+            if process is not None:
+                stop(process)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
