@@ -21,7 +21,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 from sqlglot import exp
 
-from lake_assets.engine import tables
+from lake_assets.engine import failpoints, tables
 from lake_assets.engine.delta import (
     COMMIT_TAG_CONF,
     history,
@@ -454,6 +454,12 @@ def _refresh(
     clock: float,
 ) -> RefreshOutcome:
     previous, dt_version = _reconcile(spark, catalog, entry)
+    entry = catalog.dynamic_table(entry.name)
+    rows_before = (
+        entry.row_count
+        if entry.version == dt_version and entry.row_count is not None
+        else row_count(spark, entry.location, dt_version)
+    )
     plan = plan_of(entry)
     enabled = []
     for name in entry.sources:
@@ -503,13 +509,14 @@ def _refresh(
             first = str(error).strip().splitlines()[0][:300]
             reason = f"the change data feed could not be read: {first}"
     if reason is not None:
-        commit = _write_full(spark, entry, plan, query, reads, dt_version, metadata, reason)
+        metadata.update(mode=FULL, reason=reason, replaced_rows=rows_before)
+        commit = _write_full(spark, entry, plan, query, reads, dt_version, metadata)
+    failpoints.reached(failpoints.REFRESH_AFTER_COMMIT)
     record = _record_from_commit(entry.name, commit, metadata=None)
     record = replace(record, end_time=now_utc(), duration=time.monotonic() - clock)
     catalog.record_refresh(record)
-    catalog.record_table_state(
-        entry, commit["version"], row_count(spark, entry.location, commit["version"])
-    )
+    rows_after = rows_before + (record.rows_inserted or 0) - (record.rows_deleted or 0)
+    catalog.record_table_state(entry, commit["version"], rows_after)
     return _outcome(record)
 
 
@@ -544,14 +551,11 @@ def _write_incremental(
     schema = table_at(spark, entry.location, dt_version).schema
     visible = [c.name for c in entry.columns]
     if plan.shape == AGGREGATE:
-        merge, state = aggregate_merge(
+        merge = aggregate_merge(
             spark, plan, query, by_name, entry.location, dt_version, schema, visible
         )
-        try:
-            with _committing(spark, entry, dt_version, metadata):
-                spark.sql(merge).collect()
-        finally:
-            state.unpersist()
+        with _committing(spark, entry, dt_version, metadata):
+            spark.sql(merge).collect()
         return _find_commit(spark, entry, metadata)
     changes = result_changes(spark, plan.branches, by_name, visible).persist()
     try:
@@ -576,11 +580,7 @@ def _write_full(
     reads: list[SourceRead],
     dt_version: int,
     metadata: dict[str, Any],
-    reason: str,
 ) -> Any:
-    metadata.update(
-        mode=FULL, reason=reason, replaced_rows=row_count(spark, entry.location, dt_version)
-    )
     register_sources(spark, reads, changes=False)
     names = [c.name for c in entry.columns] + list(entry.hidden)
     frame = full_result(spark, plan, query, {read.name: read for read in reads}, names)
@@ -603,6 +603,7 @@ def _committing(
     for key, value in settings.items():
         spark.conf.set(key, value)
     try:
+        failpoints.reached(failpoints.REFRESH_BEFORE_COMMIT)
         yield
     finally:
         for key in settings:

@@ -15,7 +15,7 @@ from functools import reduce
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DecimalType, DoubleType, FloatType, StructType
+from pyspark.sql.types import DataType, DecimalType, DoubleType, FloatType, StructType
 
 from lake_assets.engine.delta import delta_ref, quote_name
 from lake_assets.engine.dynamic_plan import (
@@ -147,6 +147,18 @@ def row_changes(
     return combined.groupBy(*map(col, names)).agg(F.sum(MULT).alias(MULT)).filter(F.col(MULT) != 0)
 
 
+def _may_recompute(plan: Plan, argument_types: dict[str, DataType]) -> bool:
+    """Whether any group can need recomputing: MIN/MAX, COUNT(DISTINCT), floating SUM/AVG."""
+    return any(
+        a.kind in (MIN, MAX, COUNT_DISTINCT)
+        or (
+            a.kind in (SUM, AVG)
+            and isinstance(argument_types.get(argument_column(a.position)), DoubleType | FloatType)
+        )
+        for a in plan.aggregates
+    )
+
+
 def _null_safe(left: str, right: str, columns: list[str]) -> str:
     return (
         " AND ".join(f"{left}.{quote_name(c)} <=> {right}.{quote_name(c)}" for c in columns)
@@ -225,9 +237,8 @@ def aggregate_merge(
     version: int,
     schema: StructType,
     visible: list[str],
-) -> tuple[str, DataFrame]:
-    """Register the MERGE source that brings the affected groups up to date; return the MERGE
-    and the cached group states it was built from (unpersist them after the MERGE)."""
+) -> str:
+    """Register the MERGE source that brings the affected groups up to date; return the MERGE."""
     input_names = [key_column(p) for p, _ in plan.keys] + [
         argument_column(a.position) for a in plan.aggregates if a.argument is not None
     ]
@@ -310,7 +321,7 @@ def aggregate_merge(
         *[values[c].cast(types[c]).alias(c) for c in columns],
         existed.alias("__existed"),
         recompute.alias("__recompute"),
-    ).persist()
+    )
     removed = state.filter((F.col(ROWS) == 0) & F.col("__existed")).withColumn(OP, F.lit("D"))
     folded = state.filter((F.col(ROWS) > 0) & ~F.col("__recompute")).withColumn(OP, F.lit("U"))
     again = state.filter((F.col(ROWS) > 0) & F.col("__recompute"))
@@ -319,7 +330,7 @@ def aggregate_merge(
     ).createOrReplaceTempView(_RECOMPUTE_KEYS)
     merge_columns = [*columns, OP]
     parts = [removed.select(*merge_columns), folded.select(*merge_columns)]
-    if not again.isEmpty():
+    if _may_recompute(plan, argument_types) and not again.isEmpty():
         recomputed_sql = rewrite(
             restricted(plan, with_hidden(plan, query), _RECOMPUTE_KEYS),
             lambda _, table: _view_or_self(reads, table, "new"),
@@ -336,4 +347,4 @@ def aggregate_merge(
         f"WHEN MATCHED THEN UPDATE SET {assignments} "
         f"WHEN NOT MATCHED AND s.{OP} = 'U' THEN INSERT ({names}) VALUES ({values_sql})"
     )
-    return merge, state
+    return merge
