@@ -109,7 +109,7 @@ def alter_properties(spark: SparkSession, catalog: Catalog, stmt: AlterTableProp
 
 
 def describe_table(catalog: Catalog, stmt: DescribeTable) -> Result:
-    entry = catalog.table(stmt.name)
+    entry = catalog.relation(stmt.name)
     return Result(
         ["column_name", "data_type", "comment"],
         [(column.name, column.type, column.comment) for column in entry.columns],
@@ -127,7 +127,7 @@ def show_tables(catalog: Catalog) -> Result:
 
 
 def describe_history(spark: SparkSession, catalog: Catalog, stmt: DescribeHistory) -> Result:
-    entry = catalog.table(stmt.name)
+    entry = catalog.relation(stmt.name)
     return Result(
         ["version", "timestamp", "operation", "rows_inserted", "rows_updated", "rows_deleted"],
         [

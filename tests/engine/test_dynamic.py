@@ -15,7 +15,9 @@ from lake_assets.engine.session import LakeSession
 from resources.errors import LakeError
 
 SALES_ODS = """
-CREATE TABLE sales_ods (id BIGINT, product STRING, category STRING, amount DECIMAL(10,2), dt STRING);
+CREATE TABLE sales_ods (
+    id BIGINT, product STRING, category STRING, amount DECIMAL(10,2), dt STRING
+);
 INSERT INTO sales_ods VALUES
     (1, 'iPhone 15', 'Electronics', 6999.00, '2026-06-01'),
     (2, 'MacBook Pro', 'Electronics', 14999.00, '2026-06-01'),
@@ -60,7 +62,8 @@ def seeded(lake: LakeSession) -> LakeSession:
 def test_seed_flow_creates_fills_and_refreshes_incrementally(seeded: LakeSession) -> None:
     assert rows(seeded, "SELECT * FROM sales_summary ORDER BY category") == [
         ("Books", 1, Decimal("999.00"), Decimal("999.000000"), "2026-06-01", "2026-06-01"),
-        ("Electronics", 2, Decimal("21998.00"), Decimal("10999.000000"), "2026-06-01", "2026-06-01"),
+        ("Electronics", 2, Decimal("21998.00"), Decimal("10999.000000"),
+         "2026-06-01", "2026-06-01"),
         ("Sports", 2, Decimal("2198.00"), Decimal("1099.000000"), "2026-06-01", "2026-06-01"),
     ]  # fmt: skip
     assert seeded.catalog.table("sales_ods").change_tracking  # turned on by CREATE
@@ -83,8 +86,10 @@ def test_seed_flow_creates_fills_and_refreshes_incrementally(seeded: LakeSession
     )  # fmt: skip
     assert newest["source_tables"] == "sales_ods@4"
     assert (newest["rows_inserted"], newest["rows_deleted"]) == (2, 2)  # two groups updated
-    assert newest["reason"] is None and newest["error_message"] is None
-    assert newest["end_time"] >= newest["start_time"] and newest["duration"] >= 0
+    assert newest["reason"] is None
+    assert newest["error_message"] is None
+    assert newest["end_time"] >= newest["start_time"]
+    assert newest["duration"] >= 0
     assert (no_data["refresh_mode"], no_data["rows_inserted"]) == ("NO_DATA", 0)
     assert (creation["refresh_mode"], creation["refresh_trigger"], creation["reason"]) == (
         "FULL", "CREATION", "initial refresh",
@@ -118,7 +123,8 @@ def test_a_refresh_is_one_commit_carrying_the_versions_it_read(
     assert outcome.version == before + 1 == version(spark, seeded, "sales_summary")
     assert outcome.source_versions == {"sales_ods": 3}
     commit = history(spark, seeded.catalog.dynamic_table("sales_summary").location, 1)[0]
-    assert '"sales_ods"' in commit["userMetadata"] and commit["operation"] == "MERGE"
+    assert '"sales_ods"' in commit["userMetadata"]
+    assert commit["operation"] == "MERGE"
 
 
 def test_unsupported_shapes_refresh_full_with_the_reason(seeded: LakeSession) -> None:
@@ -244,7 +250,7 @@ def test_drop_rules(lake: LakeSession) -> None:
         lake.sql("DROP DYNAMIC TABLE a")
     with pytest.raises(LakeError, match="a is a dynamic table: only its refreshes write it"):
         lake.sql("INSERT INTO a VALUES (1)")
-    with pytest.raises(LakeError, match="use DROP DYNAMIC TABLE|drop it with DROP DYNAMIC TABLE"):
+    with pytest.raises(LakeError, match="drop it with DROP DYNAMIC TABLE a"):
         lake.sql("DROP TABLE a")
     lake.sql("DROP DYNAMIC TABLE b; DROP DYNAMIC TABLE a; DROP DYNAMIC TABLE IF EXISTS a")
     assert rows(lake, "SHOW DYNAMIC TABLES") == []

@@ -82,9 +82,8 @@ class Sources:
             self.insert(detail)
         elif kind == "update":
             k, amount, qty = detail
-            self.lake.sql(
-                f"UPDATE src SET amount = {literal(amount)}, qty = {literal(qty)} WHERE id % 3 = {k}"
-            )
+            assignments = f"amount = {literal(amount)}, qty = {literal(qty)}"
+            self.lake.sql(f"UPDATE src SET {assignments} WHERE id % 3 = {k}")
         elif kind == "delete":
             k, cat = detail
             self.lake.sql(f"DELETE FROM src WHERE id % 3 = {k} AND cat <=> {literal(cat)}")

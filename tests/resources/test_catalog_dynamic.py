@@ -43,7 +43,8 @@ def test_a_dynamic_table_keeps_every_field(catalog):
     assert (found.refresh_interval_seconds, found.vcluster, found.comment) == (
         3600, "DEFAULT", "summary",
     )  # fmt: skip
-    assert not found.suspended and found.created_at
+    assert not found.suspended
+    assert found.created_at
     catalog.record_table_state(found, 4, 3)
     assert (catalog.dynamic_table("d").version, catalog.dynamic_table("d").row_count) == (4, 3)
     assert catalog.relation("d") == catalog.dynamic_table("d")
@@ -66,7 +67,7 @@ def test_names_are_shared_with_tables_and_replace_only_replaces_dynamic_tables(c
 
 
 def test_unknown_names_say_how_to_find_them(catalog):
-    with pytest.raises(LakeError, match="dynamic table x does not exist.*SHOW DYNAMIC TABLES"):
+    with pytest.raises(LakeError, match=r"dynamic table x does not exist.*SHOW DYNAMIC TABLES"):
         catalog.dynamic_table("x")
     with pytest.raises(LakeError, match="table x does not exist"):
         catalog.relation("x")
@@ -92,8 +93,8 @@ def test_refresh_history_is_newest_first_and_each_refresh_is_recorded_once(catal
     catalog.add_dynamic_table(dynamic("b", "/w/b-1"))
     first = record("a", "2026-01-01T00:00:00", "r1", refresh_mode="FULL", reason="initial refresh")
     catalog.record_refresh(first)
-    catalog.record_refresh(record("b", "2026-01-01T00:00:01", "r2", state="FAILED",
-                                  refresh_mode=None, error_message="boom", dt_version=None))  # fmt: skip
+    failed = {"state": "FAILED", "refresh_mode": None, "error_message": "boom", "dt_version": None}
+    catalog.record_refresh(record("b", "2026-01-01T00:00:01", "r2", **failed))
     catalog.record_refresh(record("a", "2026-01-01T00:00:02", "r3"))
     catalog.record_refresh(record("a", "2026-01-01T00:00:09", "r1", rows_inserted=99))
     assert [r.id for r in catalog.refresh_history("a")] == ["r3", "r1"]

@@ -26,7 +26,8 @@ def test_the_seed_statement() -> None:
     statement = parse_statement(SEED)
     assert isinstance(statement, CreateDynamicTable)
     assert statement.name == "sales_summary"
-    assert statement.or_replace and not statement.if_not_exists
+    assert statement.or_replace
+    assert not statement.if_not_exists
     assert statement.refresh_interval_seconds == 3600
     assert statement.vcluster == "DEFAULT"
     assert statement.comment == "Category summary — incremental refresh"
