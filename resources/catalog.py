@@ -45,6 +45,23 @@ CREATE TABLE IF NOT EXISTS load_marks (
     table_name TEXT PRIMARY KEY,
     version    INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS refresh_history (
+    id              TEXT PRIMARY KEY,
+    name            TEXT NOT NULL,
+    state           TEXT NOT NULL,
+    refresh_mode    TEXT,
+    refresh_trigger TEXT NOT NULL,
+    start_time      TEXT NOT NULL,
+    end_time        TEXT NOT NULL,
+    duration        REAL NOT NULL,
+    source_tables   TEXT NOT NULL,
+    rows_inserted   INTEGER,
+    rows_deleted    INTEGER,
+    error_message   TEXT,
+    reason          TEXT,
+    dt_version      INTEGER
+);
+CREATE INDEX IF NOT EXISTS refresh_history_by_name ON refresh_history (name, start_time);
 CREATE TABLE IF NOT EXISTS table_state (
     name       TEXT PRIMARY KEY,
     version    INTEGER NOT NULL,
@@ -105,6 +122,81 @@ class TableEntry:
             version=row["version"],
             row_count=row["row_count"],
         )
+
+
+@dataclass(frozen=True)
+class DynamicTableEntry:
+    """A Delta table kept equal to its query; `hidden` columns hold aggregate state (not shown)."""
+
+    name: str
+    location: str
+    query: str
+    sources: tuple[str, ...]
+    columns: tuple[Column, ...]
+    hidden: tuple[str, ...] = ()
+    comment: str | None = None
+    refresh_interval_seconds: int | None = None
+    vcluster: str | None = None
+    suspended: bool = False
+    created_at: str = ""
+    version: int | None = None
+    row_count: int | None = None
+
+    def to_spec(self) -> str:
+        spec = asdict(self)
+        for key in ("name", "created_at", "version", "row_count"):
+            spec.pop(key)
+        return json.dumps(spec)
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> DynamicTableEntry:
+        spec = json.loads(row["spec"])
+        return cls(
+            name=row["name"],
+            location=spec["location"],
+            query=spec["query"],
+            sources=tuple(spec["sources"]),
+            columns=tuple(Column(**column) for column in spec["columns"]),
+            hidden=tuple(spec.get("hidden", ())),
+            comment=spec.get("comment"),
+            refresh_interval_seconds=spec.get("refresh_interval_seconds"),
+            vcluster=spec.get("vcluster"),
+            suspended=spec.get("suspended", False),
+            created_at=row["created_at"],
+            version=row["version"],
+            row_count=row["row_count"],
+        )
+
+
+@dataclass(frozen=True)
+class RefreshRecord:
+    """One refresh of a dynamic table: SUCCEED, FAILED or SKIPPED, and what it read and wrote."""
+
+    id: str
+    name: str
+    state: str
+    refresh_mode: str | None
+    refresh_trigger: str
+    start_time: str
+    end_time: str
+    duration: float
+    source_tables: dict[str, int]
+    rows_inserted: int | None = None
+    rows_deleted: int | None = None
+    error_message: str | None = None
+    reason: str | None = None
+    dt_version: int | None = None
+
+    def values(self) -> tuple:
+        values = asdict(self)
+        values["source_tables"] = json.dumps(self.source_tables, sort_keys=True)
+        return tuple(values.values())
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> RefreshRecord:
+        values = {key: row[key] for key in row.keys()}  # noqa: SIM118 - Row iterates values
+        values["source_tables"] = json.loads(values["source_tables"])
+        return cls(**values)
 
 
 class Catalog:
@@ -194,12 +286,13 @@ class Catalog:
             )
         return updated
 
-    def record_table_state(self, entry: TableEntry, version: int, row_count: int) -> None:
+    def record_table_state(
+        self, entry: TableEntry | DynamicTableEntry, version: int, row_count: int
+    ) -> None:
         """Remember a commit's version and row count; an older commit never overwrites a newer,
         and a commit of a dropped table never lands on a new table of the same name."""
         with self._transaction() as conn:
-            current = _select_table(conn, entry.name)
-            if current is None or current.location != entry.location:
+            if _relation_location(conn, entry.name) != entry.location:
                 return
             conn.execute(
                 "INSERT INTO table_state (name, version, row_count, updated_at) "
@@ -208,6 +301,111 @@ class Catalog:
                 "updated_at = excluded.updated_at WHERE excluded.version > table_state.version",
                 (entry.name, version, row_count, now_utc()),
             )
+
+    def add_dynamic_table(
+        self, entry: DynamicTableEntry, replace_existing: bool = False
+    ) -> DynamicTableEntry | None:
+        """Register a dynamic table; with `replace_existing`, return the one it replaces."""
+        created = replace(entry, created_at=now_utc())
+        with self._transaction() as conn:
+            existing = conn.execute(
+                "SELECT kind FROM objects WHERE namespace = 'relation' AND name = ?",
+                (entry.name,),
+            ).fetchone()
+            replaced = None
+            if existing is not None:
+                if existing["kind"] != "dynamic_table" or not replace_existing:
+                    raise LakeError(
+                        f"{existing['kind'].replace('_', ' ')} {entry.name} already exists",
+                        "pick another name, DROP it first, or use CREATE OR REPLACE DYNAMIC TABLE",
+                    )
+                replaced = _select_dynamic(conn, entry.name)
+                conn.execute("DELETE FROM table_state WHERE name = ?", (entry.name,))
+                conn.execute(
+                    "DELETE FROM objects WHERE namespace = 'relation' AND name = ?", (entry.name,)
+                )
+            conn.execute(
+                "INSERT INTO objects (namespace, name, kind, spec, created_at) "
+                "VALUES ('relation', ?, 'dynamic_table', ?, ?)",
+                (created.name, created.to_spec(), created.created_at),
+            )
+        return replaced
+
+    def find_dynamic_table(self, name: str) -> DynamicTableEntry | None:
+        with self._connect() as conn:
+            return _select_dynamic(conn, name)
+
+    def dynamic_table(self, name: str) -> DynamicTableEntry:
+        entry = self.find_dynamic_table(name)
+        if entry is None:
+            raise LakeError(
+                f"dynamic table {name} does not exist",
+                "check the name with SHOW DYNAMIC TABLES or create it with CREATE DYNAMIC TABLE",
+            )
+        return entry
+
+    def dynamic_tables(self) -> list[DynamicTableEntry]:
+        with self._connect() as conn:
+            rows = conn.execute(f"{_DYNAMIC_QUERY} ORDER BY o.name").fetchall()
+        return [DynamicTableEntry.from_row(row) for row in rows]
+
+    def dynamic_readers(self, name: str) -> list[str]:
+        """Dynamic tables that read the relation `name`."""
+        return [entry.name for entry in self.dynamic_tables() if name in entry.sources]
+
+    def relation(self, name: str) -> TableEntry | DynamicTableEntry:
+        """A table or dynamic table, for statements that only read it."""
+        with self._connect() as conn:
+            found = _select_dynamic(conn, name) or _select_table(conn, name)
+        if found is None:
+            raise unknown_table(name)
+        return found
+
+    def remove_dynamic_table(self, name: str) -> DynamicTableEntry | None:
+        """Unregister a dynamic table with its refresh history; return what it was."""
+        with self._transaction() as conn:
+            entry = _select_dynamic(conn, name)
+            if entry is not None:
+                conn.execute(
+                    "DELETE FROM objects WHERE namespace = 'relation' AND name = ?", (name,)
+                )
+                conn.execute("DELETE FROM table_state WHERE name = ?", (name,))
+                conn.execute("DELETE FROM refresh_history WHERE name = ?", (name,))
+        return entry
+
+    def set_suspended(self, name: str, suspended: bool) -> DynamicTableEntry:
+        with self._transaction() as conn:
+            entry = _select_dynamic(conn, name)
+            if entry is None:
+                raise LakeError(
+                    f"dynamic table {name} does not exist",
+                    "check the name with SHOW DYNAMIC TABLES",
+                )
+            updated = replace(entry, suspended=suspended)
+            conn.execute(
+                "UPDATE objects SET spec = ? WHERE namespace = 'relation' AND name = ?",
+                (updated.to_spec(), name),
+            )
+        return updated
+
+    def record_refresh(self, record: RefreshRecord) -> None:
+        """Add a refresh to the history; a refresh already recorded (same id) is kept as is."""
+        with self._transaction() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO refresh_history VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                record.values(),
+            )
+
+    def refresh_history(self, name: str | None = None) -> list[RefreshRecord]:
+        """Refreshes newest first, of one dynamic table or of all."""
+        with self._connect() as conn:
+            rows = conn.execute(
+                "SELECT * FROM refresh_history WHERE ? IS NULL OR name = ? "
+                "ORDER BY start_time DESC, id",
+                (name, name),
+            ).fetchall()
+        return [RefreshRecord.from_row(row) for row in rows]
 
     def add_object(self, entry: CatalogObject) -> None:
         """Register a connection, volume or pipe; fails if its namespace already has the name."""
@@ -332,6 +530,25 @@ _TABLES_QUERY = (
 )
 
 
+_DYNAMIC_QUERY = (
+    "SELECT o.name, o.spec, o.created_at, s.version, s.row_count "
+    "FROM objects o LEFT JOIN table_state s ON s.name = o.name "
+    "WHERE o.namespace = 'relation' AND o.kind = 'dynamic_table'"
+)
+
+
+def _select_dynamic(conn: sqlite3.Connection, name: str) -> DynamicTableEntry | None:
+    row = conn.execute(f"{_DYNAMIC_QUERY} AND o.name = ?", (name,)).fetchone()
+    return DynamicTableEntry.from_row(row) if row else None
+
+
+def _relation_location(conn: sqlite3.Connection, name: str) -> str | None:
+    row = conn.execute(
+        "SELECT spec FROM objects WHERE namespace = 'relation' AND name = ?", (name,)
+    ).fetchone()
+    return json.loads(row["spec"])["location"] if row else None
+
+
 def _select_table(conn: sqlite3.Connection, name: str) -> TableEntry | None:
     row = conn.execute(f"{_TABLES_QUERY} AND o.name = ?", (name,)).fetchone()
     return TableEntry.from_row(row) if row else None
@@ -346,6 +563,11 @@ def unknown_table(name: str) -> LakeError:
 
 def _require_table(conn: sqlite3.Connection, name: str) -> TableEntry:
     entry = _select_table(conn, name)
+    if entry is None and _select_dynamic(conn, name) is not None:
+        raise LakeError(
+            f"{name} is a dynamic table: only its refreshes write it",
+            "change its query with CREATE OR REPLACE DYNAMIC TABLE, or read it with SELECT",
+        )
     if entry is None:
         raise unknown_table(name)
     return entry

@@ -11,6 +11,8 @@ import signal
 BEFORE_COMMIT = "load-before-commit"
 AFTER_COMMIT = "load-after-commit"
 BEFORE_PURGE = "load-before-purge"
+REFRESH_BEFORE_COMMIT = "refresh-before-commit"
+REFRESH_AFTER_COMMIT = "refresh-after-commit"
 
 
 def reached(name: str) -> None:

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from pyspark.sql import DataFrame, Row, SparkSession
 
-from lake_assets.engine import objects, pipes, tables, volumes
+from lake_assets.engine import dynamic, objects, pipes, tables, volumes
 from lake_assets.engine.dml import run_dml
 from lake_assets.engine.load_history import load_history_frame
 from lake_assets.engine.results import Result
@@ -15,30 +15,37 @@ from lake_assets.engine.spark_errors import translate_spark_error
 from lake_assets.sql.binding import bind_tables, referenced_tables
 from lake_assets.sql.parser import StatementError, parse_script
 from lake_assets.sql.statements import (
+    AlterDynamicTable,
     AlterPipe,
     AlterTableProperties,
     CopyIntoTable,
     CopyIntoVolume,
     CreateConnection,
+    CreateDynamicTable,
     CreatePipe,
     CreateTable,
     CreateVolume,
+    DescribeDynamicTable,
     DescribeHistory,
     DescribeObject,
     DescribeTable,
     DirectorySource,
     Dml,
+    DropDynamicTable,
     DropObject,
     DropTable,
     LoadHistorySource,
     Query,
+    RefreshDynamicTable,
     RefreshVolume,
+    ShowDynamicTables,
     ShowObjects,
+    ShowRefreshHistory,
     ShowTables,
     Source,
     Statement,
 )
-from resources.catalog import Catalog
+from resources.catalog import Catalog, DynamicTableEntry
 from resources.entries import PipeEntry, VolumeEntry
 from resources.errors import LakeError
 from resources.settings import LakeSettings
@@ -88,7 +95,7 @@ class LakeSession:
             raise self._translate(error) from error
 
     def _translate(self, error: Exception) -> Exception:
-        locations = tables.table_locations(self.catalog.tables())
+        locations = tables.table_locations([*self.catalog.tables(), *self.catalog.dynamic_tables()])
         return translate_spark_error(error, locations) or error
 
     def _stream(self, rows: Iterator[Row]) -> Iterator[Row]:
@@ -140,6 +147,21 @@ class LakeSession:
                 return self._alter_pipe(statement)
             case ShowObjects() | DescribeObject() | DropObject():
                 return objects.manage(catalog, settings, statement)
+            case CreateDynamicTable():
+                return dynamic.create_dynamic_table(self.spark, catalog, self.warehouse, statement)
+            case RefreshDynamicTable():
+                outcome = dynamic.refresh(self.spark, catalog, statement.name, dynamic.MANUAL)
+                return Result.status(outcome.summary())
+            case DropDynamicTable():
+                return dynamic.drop_dynamic_table(catalog, statement)
+            case ShowDynamicTables():
+                return dynamic.show_dynamic_tables(catalog)
+            case DescribeDynamicTable():
+                return dynamic.describe_dynamic_table(catalog, statement)
+            case ShowRefreshHistory():
+                return dynamic.show_refresh_history(catalog, statement)
+            case AlterDynamicTable():
+                return dynamic.alter_dynamic_table(catalog, statement)
         raise AssertionError(f"no handler for {statement!r}")
 
     def _copy_into_volume(self, statement: CopyIntoVolume) -> Result:
@@ -166,11 +188,15 @@ class LakeSession:
 
     def _bind(self, statement: Query | Dml) -> str:
         """Spark SQL with catalog tables as Delta paths and special sources as temporary views."""
-        locations = {
-            name: self.catalog.table(name).location
-            for name in referenced_tables(statement.expression)
+        relations = {
+            name: self.catalog.relation(name) for name in referenced_tables(statement.expression)
         }
-        bound = bind_tables(statement.expression, locations.__getitem__)
+        narrowed = {
+            name: [column.name for column in relation.columns]
+            for name, relation in relations.items()
+            if isinstance(relation, DynamicTableEntry) and relation.hidden
+        }
+        bound = bind_tables(statement.expression, lambda name: relations[name].location, narrowed)
         for placeholder, source in statement.sources.items():
             self._source_frame(source).createOrReplaceTempView(placeholder)
         return bound

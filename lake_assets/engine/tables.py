@@ -17,7 +17,7 @@ from lake_assets.sql.statements import (
     DescribeTable,
     DropTable,
 )
-from resources.catalog import Catalog, TableEntry, unknown_table
+from resources.catalog import Catalog, DynamicTableEntry, TableEntry, unknown_table
 from resources.errors import LakeError
 
 # Seed table properties and the Delta properties they map to.
@@ -63,23 +63,33 @@ def create_table(
     try:
         entry = catalog.add_table(TableEntry(stmt.name, location, stmt.columns, stmt.comment))
     except LakeError:
-        _remove_files(location)
+        remove_files(location)
         raise
     catalog.record_table_state(entry, 0, 0)
     return Result.status(f"created table {stmt.name}")
 
 
 def drop_table(catalog: Catalog, stmt: DropTable) -> Result:
+    if catalog.find_dynamic_table(stmt.name) is not None:
+        raise LakeError(
+            f"{stmt.name} is a dynamic table", f"drop it with DROP DYNAMIC TABLE {stmt.name}"
+        )
+    readers = catalog.dynamic_readers(stmt.name)
+    if readers:
+        raise LakeError(
+            f"table {stmt.name} is read by dynamic table {readers[0]}",
+            f"drop dynamic table {readers[0]} first",
+        )
     entry = catalog.remove_table(stmt.name)
     if entry is None:
         if stmt.if_exists:
             return Result.status(f"table {stmt.name} does not exist; nothing to do")
         raise unknown_table(stmt.name)
-    _remove_files(entry.location)
+    remove_files(entry.location)
     return Result.status(f"dropped table {stmt.name}")
 
 
-def _remove_files(location: str) -> None:
+def remove_files(location: str) -> None:
     """Delete a table's files when they are on the local filesystem."""
     if "://" not in location:
         shutil.rmtree(location, ignore_errors=True)
@@ -99,7 +109,7 @@ def alter_properties(spark: SparkSession, catalog: Catalog, stmt: AlterTableProp
 
 
 def describe_table(catalog: Catalog, stmt: DescribeTable) -> Result:
-    entry = catalog.table(stmt.name)
+    entry = catalog.relation(stmt.name)
     return Result(
         ["column_name", "data_type", "comment"],
         [(column.name, column.type, column.comment) for column in entry.columns],
@@ -117,7 +127,7 @@ def show_tables(catalog: Catalog) -> Result:
 
 
 def describe_history(spark: SparkSession, catalog: Catalog, stmt: DescribeHistory) -> Result:
-    entry = catalog.table(stmt.name)
+    entry = catalog.relation(stmt.name)
     return Result(
         ["version", "timestamp", "operation", "rows_inserted", "rows_updated", "rows_deleted"],
         [
@@ -132,6 +142,6 @@ def describe_history(spark: SparkSession, catalog: Catalog, stmt: DescribeHistor
     )
 
 
-def table_locations(entries: list[TableEntry]) -> dict[str, str]:
+def table_locations(entries: list[TableEntry | DynamicTableEntry]) -> dict[str, str]:
     """Location → name, so errors can say the table's name instead of its path."""
     return {entry.location: entry.name for entry in entries}

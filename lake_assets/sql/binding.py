@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 from sqlglot import exp
 
@@ -48,14 +48,27 @@ def referenced_tables(expression: exp.Expression) -> list[str]:
     return names
 
 
-def bind_tables(expression: exp.Expression, locate: Callable[[str], str]) -> str:
-    """Spark SQL text with each table replaced by delta.`location`, aliased by its own name."""
+def bind_tables(
+    expression: exp.Expression,
+    locate: Callable[[str], str],
+    narrowed: Mapping[str, Sequence[str]] | None = None,
+) -> str:
+    """Spark SQL text with each table replaced by delta.`location`, aliased by its own name;
+    tables in `narrowed` (dynamic tables with hidden state columns) show only those columns."""
     bound = expression.copy()
     insert_target = _insert_target(bound)
     for table in _table_references(bound):
         name = table.name.lower()
         table.set("this", exp.to_identifier(locate(name), quoted=True))
         table.set("db", exp.to_identifier("delta"))
-        if table is not insert_target and not table.alias:
-            table.set("alias", exp.TableAlias(this=exp.to_identifier(name)))
+        if table is insert_target:
+            continue
+        alias = exp.TableAlias(this=exp.to_identifier(table.alias or name))
+        columns = (narrowed or {}).get(name)
+        if columns is None:
+            table.set("alias", alias)
+            continue
+        table.set("alias", None)
+        inner = exp.select(*[exp.column(c, quoted=True) for c in columns]).from_(table.copy())
+        table.replace(exp.Subquery(this=inner, alias=alias))
     return bound.sql(dialect="spark")

@@ -10,6 +10,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 from sqlglot.tokens import Token, TokenType
 
+from lake_assets.sql.dynamic_ddl import parse_create_dynamic_table, parse_dynamic_table_statement
 from lake_assets.sql.ingest_ddl import (
     parse_alter_pipe,
     parse_alter_volume,
@@ -41,8 +42,11 @@ from resources.errors import LakeError
 CREATE_TABLE = "CREATE TABLE [IF NOT EXISTS] name (col TYPE [COMMENT '…'], …) [COMMENT '…']"
 DROP_TABLE = "DROP TABLE [IF EXISTS] name"
 ALTER_TABLE = "ALTER TABLE name SET PROPERTIES ('change_tracking' = 'true')"
-DESCRIBE = "DESC [TABLE] name | DESC HISTORY name | DESC VOLUME|PIPE [EXTENDED]|CONNECTION name"
-SHOW = "SHOW TABLES | VOLUMES | PIPES | CONNECTIONS"
+DESCRIBE = (
+    "DESC [TABLE] name | DESC HISTORY name | DESC VOLUME|PIPE [EXTENDED]|CONNECTION name "
+    "| DESC DYNAMIC TABLE name"
+)
+SHOW = "SHOW TABLES | VOLUMES | PIPES | CONNECTIONS | DYNAMIC TABLES"
 
 # sqlglot's messages quote tokens as `<Token token_type: …, text: X, …>`; users need only X.
 _TOKEN_REPR = re.compile(r"<Token token_type: [^,]*, text: ([^,]*), [^>]*>|<class '[\w.]*\.(\w+)'>")
@@ -108,6 +112,11 @@ def _unsupported(tokens: list[Token]) -> LakeError:
 def _parse_create(cursor: TokenCursor, text: str) -> Statement:
     cursor.usage = CREATE_TABLE
     cursor.expect("CREATE")
+    or_replace = cursor.accept("OR", "REPLACE")
+    if cursor.accept("DYNAMIC", "TABLE"):
+        return parse_create_dynamic_table(cursor, text, _parse_spark, or_replace)
+    if or_replace:
+        raise _unsupported(cursor.tokens)
     if cursor.accept("STORAGE", "CONNECTION"):
         return _finished(cursor, parse_create_connection(cursor))
     if cursor.accept("EXTERNAL", "VOLUME"):
@@ -167,6 +176,8 @@ def _object_kind(cursor: TokenCursor, plural: bool = False) -> str | None:
 def _parse_drop(cursor: TokenCursor, text: str) -> Statement:
     cursor.usage = DROP_TABLE
     cursor.expect("DROP")
+    if cursor.accept("DYNAMIC", "TABLE"):
+        return parse_dynamic_table_statement(cursor, "DROP")
     kind = _object_kind(cursor)
     if kind is not None:
         cursor.usage = f"DROP {kind.upper()} [IF EXISTS] name"
@@ -183,6 +194,8 @@ def _parse_drop(cursor: TokenCursor, text: str) -> Statement:
 def _parse_alter(cursor: TokenCursor, text: str) -> Statement:
     cursor.usage = ALTER_TABLE
     cursor.expect("ALTER")
+    if cursor.accept("DYNAMIC", "TABLE"):
+        return parse_dynamic_table_statement(cursor, "ALTER")
     if cursor.accept("VOLUME"):
         return parse_alter_volume(cursor)
     if cursor.accept("PIPE"):
@@ -200,6 +213,8 @@ def _parse_alter(cursor: TokenCursor, text: str) -> Statement:
 def _parse_describe(cursor: TokenCursor, text: str) -> Statement:
     cursor.usage = DESCRIBE
     cursor.position += 1
+    if cursor.accept("DYNAMIC", "TABLE"):
+        return parse_dynamic_table_statement(cursor, "DESC")
     kind = _object_kind(cursor)
     if kind is not None:
         extended = cursor.accept("EXTENDED")
@@ -218,6 +233,8 @@ def _parse_describe(cursor: TokenCursor, text: str) -> Statement:
 def _parse_show(cursor: TokenCursor, text: str) -> Statement:
     cursor.usage = SHOW
     cursor.expect("SHOW")
+    if cursor.accept("DYNAMIC"):
+        return parse_dynamic_table_statement(cursor, "SHOW")
     kind = _object_kind(cursor, plural=True)
     if kind is not None:
         return _finished(cursor, ShowObjects(kind))
@@ -225,6 +242,12 @@ def _parse_show(cursor: TokenCursor, text: str) -> Statement:
         raise _unsupported(cursor.tokens)
     cursor.expect_end()
     return ShowTables()
+
+
+def _parse_refresh(cursor: TokenCursor, text: str) -> Statement:
+    cursor.usage = "REFRESH DYNAMIC TABLE name"
+    cursor.expect("REFRESH", "DYNAMIC", "TABLE")
+    return parse_dynamic_table_statement(cursor, "REFRESH")
 
 
 def _parse_copy(cursor: TokenCursor, text: str) -> Statement:
@@ -239,6 +262,7 @@ _DDL_PARSERS: dict[str, Callable[[TokenCursor, str], Statement]] = {
     "DESC": _parse_describe,
     "DESCRIBE": _parse_describe,
     "SHOW": _parse_show,
+    "REFRESH": _parse_refresh,
 }
 
 

@@ -185,6 +185,55 @@ class AlterPipe:
     refresh: bool = False
 
 
+@dataclass(frozen=True)
+class CreateDynamicTable:
+    """`CREATE [OR REPLACE] DYNAMIC TABLE … AS SELECT …`; `columns` rename the query's outputs."""
+
+    name: str
+    query: Query
+    query_text: str
+    columns: tuple[Column, ...] = ()
+    refresh_interval_seconds: int | None = None
+    vcluster: str | None = None
+    comment: str | None = None
+    or_replace: bool = False
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class RefreshDynamicTable:
+    name: str
+
+
+@dataclass(frozen=True)
+class DropDynamicTable:
+    name: str
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class ShowDynamicTables:
+    pass
+
+
+@dataclass(frozen=True)
+class DescribeDynamicTable:
+    name: str
+
+
+@dataclass(frozen=True)
+class ShowRefreshHistory:
+    """`SHOW DYNAMIC TABLE REFRESH HISTORY [WHERE name = '…']`."""
+
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class AlterDynamicTable:
+    name: str
+    suspended: bool
+
+
 Statement = (
     CreateTable
     | DropTable
@@ -204,4 +253,11 @@ Statement = (
     | CopyIntoTable
     | CreatePipe
     | AlterPipe
+    | CreateDynamicTable
+    | RefreshDynamicTable
+    | DropDynamicTable
+    | ShowDynamicTables
+    | DescribeDynamicTable
+    | ShowRefreshHistory
+    | AlterDynamicTable
 )

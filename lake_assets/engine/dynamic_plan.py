@@ -1,0 +1,289 @@
+"""How a dynamic table's query refreshes: its shape, classified with sqlglot, and the SQL it needs.
+
+Shapes refreshed incrementally: projection/filter over inner joins of tables (one source is the
+one-table case), UNION ALL of such, and GROUP BY over such with COUNT, COUNT(DISTINCT), SUM, AVG,
+MIN and MAX. Anything else is refreshed FULL, and the plan says why."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+PROJECTION, AGGREGATE = "PROJECTION", "AGGREGATE"
+COUNT_STAR, COUNT, COUNT_DISTINCT, SUM, AVG, MIN, MAX = (
+    "COUNT(*)", "COUNT", "COUNT(DISTINCT)", "SUM", "AVG", "MIN", "MAX",
+)  # fmt: skip
+ROWS = "__lake_rows"
+
+_NON_DETERMINISTIC_NAMES = {
+    "rand", "random", "randn", "uuid", "now", "current_timestamp", "current_date",
+    "localtimestamp", "unix_timestamp", "monotonically_increasing_id", "spark_partition_id",
+    "input_file_name", "shuffle", "current_user", "session_user", "user",
+}  # fmt: skip
+_NON_DETERMINISTIC = (
+    exp.Rand, exp.Randn, exp.Uuid, exp.CurrentTimestamp, exp.CurrentDate, exp.CurrentTime,
+    exp.CurrentUser, exp.Shuffle,
+)  # fmt: skip
+_SUPPORTED_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """One aggregate of the SELECT list, at `position`; `argument` is None for COUNT(*)."""
+
+    kind: str
+    position: int
+    argument: exp.Expression | None
+
+    @property
+    def nn(self) -> str:
+        """Hidden column: how many non-NULL arguments the group has (SUM and AVG need it)."""
+        return f"__lake_nn_{self.position}"
+
+    @property
+    def sum(self) -> str:
+        """Hidden column: the group's SUM of the argument (AVG needs it)."""
+        return f"__lake_sum_{self.position}"
+
+    def hidden(self) -> list[tuple[str, exp.Expression]]:
+        """Hidden state columns with the aggregate that computes each in a full refresh."""
+        if self.kind in (SUM, AVG) and self.argument is not None:
+            columns = [(self.nn, exp.Count(this=self.argument.copy()))]
+            if self.kind == AVG:
+                columns.append((self.sum, exp.Sum(this=self.argument.copy())))
+            return columns
+        return []
+
+
+@dataclass(frozen=True)
+class Plan:
+    """`reason` is set when the query is refreshed FULL; `branches` are its SELECTs."""
+
+    shape: str | None
+    reason: str | None
+    branches: tuple[exp.Select, ...] = ()
+    keys: tuple[tuple[int, exp.Expression], ...] = ()
+    aggregates: tuple[Aggregate, ...] = ()
+
+    @property
+    def hidden(self) -> tuple[str, ...]:
+        """Hidden columns the dynamic table keeps after its visible ones."""
+        if self.shape != AGGREGATE:
+            return ()
+        return (ROWS, *(name for a in self.aggregates for name, _ in a.hidden()))
+
+
+def _full(reason: str) -> Plan:
+    return Plan(None, reason)
+
+
+def classify(query: exp.Expression) -> Plan:
+    """The incremental plan of a query, or a FULL plan that says why."""
+    if query.args.get("with_") or query.args.get("with"):
+        return _full("WITH clauses are refreshed in full")
+    if isinstance(query, exp.Union):
+        branches: list[exp.Select] = []
+        problem = _union_branches(query, branches)
+        if problem:
+            return _full(problem)
+        for branch in branches:
+            problem = _select_problem(branch) or (
+                "UNION ALL of aggregates is refreshed in full" if _is_aggregate(branch) else None
+            )
+            if problem:
+                return _full(problem)
+        return Plan(PROJECTION, None, tuple(branches))
+    if not isinstance(query, exp.Select):
+        return _full(f"{type(query).__name__.upper()} is refreshed in full")
+    problem = _select_problem(query)
+    if problem:
+        return _full(problem)
+    if _is_aggregate(query):
+        return _aggregate_plan(query)
+    return Plan(PROJECTION, None, (query,))
+
+
+def _union_branches(query: exp.Expression, branches: list[exp.Select]) -> str | None:
+    if isinstance(query, exp.Union):
+        if query.args.get("distinct"):
+            return "UNION without ALL removes duplicates and is refreshed in full"
+        if any(query.args.get(key) for key in ("order", "limit", "offset")):
+            return "ORDER BY / LIMIT on a UNION is refreshed in full"
+        return _union_branches(query.this, branches) or _union_branches(query.expression, branches)
+    if isinstance(query, exp.Intersect | exp.Except):
+        return f"{type(query).__name__.upper()} is refreshed in full"
+    if not isinstance(query, exp.Select):
+        return "a parenthesized query in a UNION is refreshed in full"
+    branches.append(query)
+    return None
+
+
+def _select_problem(select: exp.Select) -> str | None:
+    """Why a SELECT cannot be maintained from changes, or None."""
+    for key, label in (
+        ("distinct", "SELECT DISTINCT"),
+        ("limit", "LIMIT"),
+        ("offset", "OFFSET"),
+        ("order", "ORDER BY"),
+        ("having", "HAVING"),
+        ("qualify", "QUALIFY"),
+        ("laterals", "LATERAL VIEW"),
+        ("sort", "SORT BY"),
+        ("cluster", "CLUSTER BY"),
+        ("distribute", "DISTRIBUTE BY"),
+    ):
+        if select.args.get(key):
+            return f"{label} is refreshed in full"
+    if select.find(exp.Window):
+        return "window functions are refreshed in full"
+    for node in select.walk():
+        name = node.name.lower() if isinstance(node, exp.Anonymous) else ""
+        if isinstance(node, _NON_DETERMINISTIC) or name in _NON_DETERMINISTIC_NAMES:
+            return f"non-deterministic function {node.sql(dialect='spark')} is refreshed in full"
+    if any(inner is not select for inner in select.find_all(exp.Select)):
+        return "subqueries are refreshed in full"
+    from_ = select.args.get("from_") or select.args.get("from")
+    if from_ is None:
+        return "a query without FROM is refreshed in full"
+    relations = [from_.this, *(join.this for join in select.args.get("joins") or [])]
+    for join in select.args.get("joins") or []:
+        if join.side or join.kind not in ("", "INNER", "CROSS"):
+            kind = " ".join(part for part in (join.side, join.kind) if part)
+            return f"{kind} JOIN is refreshed in full (only inner joins are incremental)"
+    for relation in relations:
+        if not isinstance(relation, exp.Table) or not isinstance(relation.this, exp.Identifier):
+            return "a FROM item that is not a table is refreshed in full"
+        if relation.args.get("version") or relation.args.get("sample"):
+            return "time travel and TABLESAMPLE are refreshed in full"
+        if relation.args.get("pivots"):
+            return "PIVOT is refreshed in full"
+    return None
+
+
+def _is_aggregate(select: exp.Select) -> bool:
+    return bool(select.args.get("group")) or any(
+        item.find(exp.AggFunc) for item in select.expressions
+    )
+
+
+def _aggregate_plan(select: exp.Select) -> Plan:
+    group = select.args.get("group")
+    if group is None or not group.expressions:
+        return _full("an aggregate without GROUP BY is refreshed in full")
+    if any(group.args.get(key) for key in ("rollup", "cube", "grouping_sets", "totals")):
+        return _full("ROLLUP, CUBE and GROUPING SETS are refreshed in full")
+    items = [item.unalias() for item in select.expressions]
+    aliases = {item.alias_or_name.lower(): i for i, item in enumerate(select.expressions)}
+    keys: list[tuple[int, exp.Expression]] = []
+    aggregates: list[Aggregate] = []
+    for position, item in enumerate(items):
+        if isinstance(item, exp.AggFunc):
+            aggregate = _aggregate(item, position)
+            if isinstance(aggregate, str):
+                return _full(aggregate)
+            aggregates.append(aggregate)
+        elif item.find(exp.AggFunc) or isinstance(item, exp.Star):
+            return _full(f"the select item {item.sql(dialect='spark')} is refreshed in full")
+        else:
+            keys.append((position, item))
+    selected = {item.sql(dialect="spark") for _, item in keys}
+    for expression in group.expressions:
+        if isinstance(expression, exp.Literal) and expression.is_int:
+            index = int(expression.name) - 1
+            matched = 0 <= index < len(items) and not isinstance(items[index], exp.AggFunc)
+        elif isinstance(expression, exp.Column) and not expression.table:
+            matched = (
+                expression.sql(dialect="spark") in selected or expression.name.lower() in aliases
+            )
+        else:
+            matched = expression.sql(dialect="spark") in selected
+        if not matched:
+            return _full(
+                f"GROUP BY {expression.sql(dialect='spark')} is not in the select list, "
+                "so the table is refreshed in full"
+            )
+    if len(keys) != len(group.expressions):
+        return _full("every selected column must be a GROUP BY expression or an aggregate")
+    return Plan(AGGREGATE, None, (select,), tuple(keys), tuple(aggregates))
+
+
+def _aggregate(item: exp.AggFunc, position: int) -> Aggregate | str:
+    if not isinstance(item, _SUPPORTED_AGGREGATES) or item.find(exp.Filter):
+        return f"aggregate {item.sql(dialect='spark')} is refreshed in full"
+    argument = item.this
+    if argument is None or argument.find(exp.AggFunc):
+        return f"aggregate {item.sql(dialect='spark')} is refreshed in full"
+    if isinstance(item, exp.Count):
+        if isinstance(argument, exp.Star):
+            return Aggregate(COUNT_STAR, position, None)
+        if isinstance(argument, exp.Distinct):
+            if len(argument.expressions) != 1:
+                return "COUNT(DISTINCT …) of several columns is refreshed in full"
+            return Aggregate(COUNT_DISTINCT, position, argument.expressions[0])
+        return Aggregate(COUNT, position, argument)
+    if item.expressions:
+        return f"aggregate {item.sql(dialect='spark')} is refreshed in full"
+    kind = {exp.Sum: SUM, exp.Avg: AVG, exp.Min: MIN, exp.Max: MAX}[type(item)]
+    return Aggregate(kind, position, argument)
+
+
+def references(select: exp.Expression) -> list[exp.Table]:
+    """The table references of a query, in one fixed order."""
+    return [t for t in select.find_all(exp.Table) if isinstance(t.this, exp.Identifier)]
+
+
+def rewrite(query: exp.Expression, relation: Callable[[int, str], str]) -> str:
+    """Spark SQL with reference i (of table `name`) read from the view `relation(i, name)`."""
+    copy = query.copy()
+    for index, table in enumerate(references(copy)):
+        name = table.name.lower()
+        if not table.alias:
+            table.set("alias", exp.TableAlias(this=exp.to_identifier(name)))
+        table.set("this", exp.to_identifier(relation(index, name)))
+        table.set("db", None)
+    return copy.sql(dialect="spark")
+
+
+def with_hidden(plan: Plan, query: exp.Expression) -> exp.Expression:
+    """The query with the hidden state columns appended (aggregates only)."""
+    if plan.shape != AGGREGATE:
+        return query
+    select = query.copy()
+    extra = [exp.alias_(exp.Count(this=exp.Star()), ROWS)]
+    extra += [exp.alias_(agg, name) for a in plan.aggregates for name, agg in a.hidden()]
+    return select.select(*extra, copy=False)
+
+
+def key_column(position: int) -> str:
+    return f"__lake_k_{position}"
+
+
+def argument_column(position: int) -> str:
+    return f"__lake_a_{position}"
+
+
+def pre_aggregation(plan: Plan) -> exp.Select:
+    """The rows an aggregate reads: its keys and aggregate arguments, before grouping."""
+    select = plan.branches[0].copy()
+    columns = [exp.alias_(key.copy(), key_column(p)) for p, key in plan.keys]
+    columns += [
+        exp.alias_(a.argument.copy(), argument_column(a.position))
+        for a in plan.aggregates
+        if a.argument is not None
+    ]
+    select.set("expressions", columns)
+    select.set("group", None)
+    return select
+
+
+def restricted(plan: Plan, query: exp.Expression, keys_view: str) -> exp.Expression:
+    """The (hidden-column) aggregate limited to the groups listed in `keys_view`."""
+    select = query.copy()
+    matches = [
+        exp.NullSafeEQ(this=exp.column(key_column(p), table="__lake_r"), expression=key.copy())
+        for p, key in plan.keys
+    ]
+    inner = exp.select("1").from_(exp.to_table(keys_view).as_("__lake_r")).where(exp.and_(*matches))
+    return select.where(exp.Exists(this=inner), copy=False)
