@@ -6,6 +6,7 @@ from collections import defaultdict
 
 from dagster import Definitions, in_process_executor
 
+from lake_assets.assets.dynamic_tables import automation_sensor, dynamic_table_asset
 from lake_assets.assets.event_pipes import event_pipe_sensor
 from lake_assets.assets.pipes import ingestion_asset, ingestion_job, pipe_sensor
 from lake_assets.assets.tables import table_asset_spec
@@ -40,6 +41,10 @@ def build_definitions(settings: LakeSettings) -> Definitions:
             )
             for pipe in pipes
         )
+    dynamic_tables = catalog.dynamic_tables()
+    assets.extend(dynamic_table_asset(entry) for entry in dynamic_tables)
+    if dynamic_tables:
+        sensors.append(automation_sensor())
     return Definitions(
         assets=assets,
         jobs=jobs,

@@ -398,9 +398,11 @@ def record_skipped(catalog: Catalog, name: str, trigger: str, reason: str) -> Re
 
 
 def refresh(
-    spark: SparkSession, catalog: Catalog, name: str, trigger: str = MANUAL
+    spark: SparkSession, catalog: Catalog, name: str, trigger: str = MANUAL, *, full: bool = False
 ) -> RefreshOutcome:
-    """Bring a dynamic table up to date in one commit; a failure is recorded, then raised."""
+    """Bring a dynamic table up to date in one commit; a failure is recorded, then raised.
+
+    `full` recomputes even when the changes could be applied (benchmarks compare the two)."""
     if trigger not in TRIGGERS:
         raise ValueError(f"unknown refresh trigger {trigger}")
     entry = catalog.dynamic_table(name)
@@ -408,7 +410,7 @@ def refresh(
         return record_skipped(catalog, name, trigger, "the dynamic table is suspended")
     start, clock = now_utc(), time.monotonic()
     try:
-        return _refresh(spark, catalog, entry, trigger, start, clock)
+        return _refresh(spark, catalog, entry, trigger, start, clock, full)
     except Exception as error:
         failure = error if isinstance(error, LakeError) else _translate(catalog, error)
         catalog.record_refresh(
@@ -452,6 +454,7 @@ def _refresh(
     trigger: str,
     start: str,
     clock: float,
+    full: bool,
 ) -> RefreshOutcome:
     previous, dt_version = _reconcile(spark, catalog, entry)
     entry = catalog.dynamic_table(entry.name)
@@ -475,14 +478,14 @@ def _refresh(
         for index, name in enumerate(entry.sources)
     ]
     versions = {read.name: read.version for read in reads}
-    if previous is not None and not any(read.changed for read in reads):
+    if previous is not None and not full and not any(read.changed for read in reads):
         record = RefreshRecord(
             uuid.uuid4().hex, entry.name, SUCCEED, NO_DATA, trigger, start, now_utc(),
             time.monotonic() - clock, versions, 0, 0,
         )  # fmt: skip
         catalog.record_refresh(record)
         return _outcome(record)
-    reason = plan.reason
+    reason = plan.reason or ("a full refresh was asked for" if full else None)
     if reason is None and previous is None:
         reason = "initial refresh"
     if reason is None and enabled:
