@@ -29,6 +29,7 @@ from pathlib import Path
 
 from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
 
+from lake_assets.daemon import spawn_daemon
 from lake_assets.engine.session import LakeSession
 from resources.catalog import Catalog
 from resources.settings import LakeSettings
@@ -198,13 +199,7 @@ def main() -> int:
         watcher = CommitWatcher(lake.catalog.table("bench_t").location)
 
         with (root / "daemon.log").open("wb") as log:
-            processes.append(
-                subprocess.Popen(
-                    [str(Path(sys.executable).with_name("dagster-daemon")), "run",
-                     "-w", str(ROOT / "workspace.yaml")],
-                    cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                )
-            )  # fmt: skip
+            processes.append(spawn_daemon(env, log))
         warm = Sample("warm-up", write_file(incoming, 0, args.rows).as_uri(), time.time())
         wait_for(watcher, [warm], time.time() + 600)
         if warm.committed is None:

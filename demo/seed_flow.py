@@ -1,25 +1,40 @@
-"""`make demo`: the seed's flow, hands-off through the real Dagster daemon.
+"""`make demo`: the seed's whole flow, hands-off through the real Dagster daemon.
 
-Tables (demo/tables.sql) → volumes, exports and the pipe (demo/pipeline.sql) → a batch of files
-lands in the pipe's volume → the daemon's sensor sees it and runs the ingestion → load_history."""
+Tables (demo/tables.sql) → volumes, exports and the pipe (demo/pipeline.sql) → the dynamic table
+(demo/dynamic.sql) → the daemon starts, with a warm Spark Connect server for its runs, as `make dev`
+does → two batches of files land in the pipe's volume; each time the pipe's sensor loads them into
+sales_ods and the automation sensor refreshes sales_summary, with no manual step."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+from lake_assets.daemon import spawn_daemon
 from lake_assets.engine.session import LakeSession
 from lake_assets.output import write_result
 from resources.catalog import Catalog
 from resources.settings import LakeSettings
-from resources.spark import DeltaSparkResource
+from resources.spark import DEFAULT_CONNECT_PORT, DeltaSparkResource, remote_address
+from resources.spark_server import server_url, spawn_server, stop
 
 ROOT = Path(__file__).resolve().parent.parent
-TIMEOUT_SECONDS = 180
+TIMEOUT_SECONDS = 300
+BATCHES = {
+    "batch1/": "SELECT * FROM sales_source",
+    "batch2/": (
+        "SELECT id + 5 AS id, product, category, amount, '2026-06-02' AS dt FROM sales_source"
+    ),
+}
+VALIDATION = (
+    "SELECT 'Source' AS stage, COUNT(*) AS rows FROM sales_source "
+    "UNION ALL SELECT 'ODS' AS stage, COUNT(*) AS rows FROM sales_ods "
+    "UNION ALL SELECT 'Summary' AS stage, COUNT(*) AS rows FROM sales_summary"
+)
 
 
 def run(session: LakeSession, sql: str) -> None:
@@ -31,64 +46,91 @@ def banner(text: str) -> None:
     print(f"\n=== {text}", flush=True)
 
 
-def main() -> None:
-    settings = LakeSettings.from_env()
-    files = Path(os.environ["DAGSTER_HOME"]) / "demo-files"
-    shutil.rmtree(files, ignore_errors=True)
-    spark = DeltaSparkResource.from_settings(
-        settings, console_log=str(settings.log_dir / "spark-console.log")
-    )
-    session = LakeSession(Catalog(settings.catalog_path), settings, lambda: spark.spark_session)
+def wait_for(what: str, done: Callable[[], bool], log: Path) -> float:
+    """Seconds until `done()`; the daemon's log says why if it never happens."""
+    started = time.monotonic()
+    while not done():
+        if time.monotonic() - started > TIMEOUT_SECONDS:
+            raise SystemExit(f"{what} did not happen within {TIMEOUT_SECONDS} s; see {log}")
+        time.sleep(0.5)
+    return time.monotonic() - started
 
-    banner("Step 3: the source table (demo/tables.sql)")
-    run(session, (ROOT / "demo" / "tables.sql").read_text())
-    banner("Steps 1-5: connection, volumes, exports and the pipe (demo/pipeline.sql)")
-    run(session, (ROOT / "demo" / "pipeline.sql").read_text().replace("${FILES}", str(files)))
 
-    banner("Starting the Dagster daemon: the pipe's sensor now watches pipe_vol")
-    log = open(settings.log_dir / "demo-daemon.log", "w")  # noqa: SIM115 - closed below
-    daemon = subprocess.Popen(
-        [
-            str(Path(sys.executable).with_name("dagster-daemon")),
-            "run",
-            "-w",
-            str(ROOT / "workspace.yaml"),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=ROOT,
-    )
-    try:
-        banner("A new file lands in the volume (COPY INTO VOLUME pipe_vol …); no manual trigger")
-        started = time.monotonic()
-        run(
-            session,
-            "COPY INTO VOLUME pipe_vol SUBDIRECTORY '/' FROM "
-            "(SELECT * FROM sales_source WHERE dt = '2026-06-01') FILE_FORMAT = (TYPE = CSV)",
-        )
-        catalog = session.catalog
-        while not any(r.status == "LOADED" for r in catalog.load_history("sales_ods")):
-            if time.monotonic() - started > TIMEOUT_SECONDS:
-                raise SystemExit(
-                    f"the pipe did not load the file within {TIMEOUT_SECONDS} s; see {log.name}"
-                )
-            time.sleep(1)
-        print(f"loaded by the pipe {time.monotonic() - started:.1f} s after the file landed")
-    finally:
-        daemon.terminate()
-        daemon.wait(timeout=60)
-        log.close()
+def _data_refreshes(catalog: Catalog) -> int:
+    history = catalog.refresh_history("sales_summary")
+    return sum(1 for r in history if r.state == "SUCCEED" and r.refresh_mode != "NO_DATA")
 
-    banner("load_history and the validation")
+
+def land_batch(session: LakeSession, folder: str, query: str, log: Path) -> None:
+    """Write a batch into the pipe's volume, then time each hop the daemon makes on its own."""
+    catalog = session.catalog
+    refreshes = _data_refreshes(catalog)
+    banner(f"Files land in pipe_vol/{folder} (COPY INTO VOLUME …); no manual trigger from here on")
     run(
         session,
-        "SELECT * FROM load_history('sales_ods');"
-        "SELECT 'Source' AS stage, COUNT(*) AS rows FROM sales_source "
-        "UNION ALL SELECT 'ODS' AS stage, COUNT(*) AS rows FROM sales_ods;"
-        "DESC PIPE EXTENDED sales_pipe",
+        f"COPY INTO VOLUME pipe_vol SUBDIRECTORY '{folder}' FROM ({query}) "
+        "FILE_FORMAT = (TYPE = CSV)",
     )
-    remaining = sorted(p.name for p in (files / "incoming").rglob("*") if p.is_file())
-    print(f"files left in pipe_vol after PURGE: {remaining or 'none'}")
+    loaded = wait_for(
+        "the pipe's load",
+        lambda: any(
+            r.status == "LOADED" and f"/{folder}" in r.file_path
+            for r in catalog.load_history("sales_ods")
+        ),
+        log,
+    )
+    print(f"file landed → rows in sales_ods (pipe sensor + ingestion run): {loaded:.1f} s")
+    refreshed = wait_for(
+        "the refresh of sales_summary",
+        lambda: _data_refreshes(catalog) > refreshes,
+        log,
+    )
+    print(
+        f"rows in sales_ods → sales_summary refreshed (automation sensor + run): {refreshed:.1f} s"
+    )
+    run(session, f"{VALIDATION}; SELECT * FROM sales_summary ORDER BY category")
+
+
+def main() -> None:
+    files = Path(os.environ["DAGSTER_HOME"]) / "demo-files"
+    shutil.rmtree(files, ignore_errors=True)
+    url = os.environ.setdefault("LAKE_SPARK_REMOTE", server_url(DEFAULT_CONNECT_PORT))
+    settings = LakeSettings.from_env()
+    settings.log_dir.mkdir(parents=True, exist_ok=True)
+    banner(f"Starting a warm Spark Connect server on {url} (the demo and the runs share it)")
+    server = spawn_server(remote_address(url)[1], dict(os.environ))
+    daemon = None
+    log = settings.log_dir / "demo-daemon.log"
+    try:
+        spark = DeltaSparkResource.from_settings(settings)
+        session = LakeSession(Catalog(settings.catalog_path), settings, lambda: spark.spark_session)
+
+        banner("Step 3: the source table (demo/tables.sql)")
+        run(session, (ROOT / "demo" / "tables.sql").read_text())
+        banner("Steps 1-5: connection, volumes, exports and the pipe (demo/pipeline.sql)")
+        run(session, (ROOT / "demo" / "pipeline.sql").read_text().replace("${FILES}", str(files)))
+        banner("Step 6: the dynamic table (demo/dynamic.sql)")
+        run(session, (ROOT / "demo" / "dynamic.sql").read_text())
+
+        banner("Starting the Dagster daemon: pipe sensor sales_pipe and the automation sensor")
+        with log.open("w") as output:
+            daemon = spawn_daemon(dict(os.environ), output)
+        for folder, query in BATCHES.items():
+            land_batch(session, folder, query, log)
+
+        banner("Refresh history, load history and the pipe")
+        run(
+            session,
+            "SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = 'sales_summary';"
+            "SELECT * FROM load_history('sales_ods');"
+            "DESC PIPE EXTENDED sales_pipe",
+        )
+        remaining = sorted(p.name for p in (files / "incoming").rglob("*") if p.is_file())
+        print(f"files left in pipe_vol after PURGE: {remaining or 'none'}")
+    finally:
+        for process in (daemon, server):
+            if process is not None:
+                stop(process)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,15 @@
+-- The seed's end-to-end practice, step 6: a dynamic table that keeps a summary of the pipe's table.
+DROP DYNAMIC TABLE IF EXISTS sales_summary;
+
+-- Change tracking on the source is what lets the refresh read only the changes.
+ALTER TABLE sales_ods SET PROPERTIES ('change_tracking' = 'true');
+
+CREATE OR REPLACE DYNAMIC TABLE sales_summary REFRESH INTERVAL 1 HOUR VCLUSTER DEFAULT
+    COMMENT 'Category summary — incremental refresh'
+AS SELECT category, COUNT(*) AS order_cnt, SUM(amount) AS total_amount, AVG(amount) AS avg_amount,
+          MIN(dt) AS min_date, MAX(dt) AS max_date
+   FROM sales_ods GROUP BY category;
+
+-- The first refresh sets the baseline; from here on the daemon refreshes it by itself.
+REFRESH DYNAMIC TABLE sales_summary;
+DESC DYNAMIC TABLE sales_summary;
