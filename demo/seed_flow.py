@@ -101,8 +101,8 @@ def main() -> None:
     server = spawn_server(remote_address(url)[1], dict(os.environ))
     daemon = None
     log = settings.log_dir / "demo-daemon.log"
+    spark = DeltaSparkResource.from_settings(settings)
     try:
-        spark = DeltaSparkResource.from_settings(settings)
         session = LakeSession(Catalog(settings.catalog_path), settings, lambda: spark.spark_session)
 
         banner("Step 3: the source table (demo/tables.sql)")
@@ -128,6 +128,7 @@ def main() -> None:
         remaining = sorted(p.name for p in (files / "incoming").rglob("*") if p.is_file())
         print(f"files left in pipe_vol after PURGE: {remaining or 'none'}")
     finally:
+        spark.teardown_after_execution(None)  # release the Connect session while the server is up
         for process in (daemon, server):
             if process is not None:
                 stop(process)
