@@ -234,6 +234,7 @@ def main() -> int:
             f"{'met' if p50 <= GOAL_P50 and p95 <= GOAL_P95 else 'NOT met'})"
         )
         breakdown(instance, samples)
+        print(f"load average (1/5/15 min) at the end: {os.getloadavg()}, {os.cpu_count()} CPUs")
         return 0
     except KeyboardInterrupt:
         return 130

@@ -12,10 +12,12 @@ from dagster import (
     AssetsDefinition,
     AssetSpec,
     Config,
+    DagsterRunStatus,
     DefaultSensorStatus,
     MaterializeResult,
     MetadataValue,
     RunRequest,
+    RunsFilter,
     SensorDefinition,
     SensorEvaluationContext,
     SensorResult,
@@ -38,6 +40,8 @@ from resources.storage import FileInfo
 
 FILES_CHECK = "files_load"
 OBJECT_TAG = "lake/object"
+# A run in these states has not listed the volume yet: it will load the files that came since.
+_NOT_YET_LISTED = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING]
 
 
 class IngestConfig(Config):
@@ -165,7 +169,9 @@ def pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> SensorDefi
     @sensor(
         name=pipe.name,
         job=job,
-        minimum_interval_seconds=pipe.poll_interval_seconds,
+        # The daemon looks at sensors every ~5 s and skips one whose last tick began less than
+        # its minimum interval ago: an interval of exactly 5 s would often wait 10 s.
+        minimum_interval_seconds=max(1, pipe.poll_interval_seconds - 1),
         default_status=DefaultSensorStatus.RUNNING,
         description=f"pipe {pipe.name}: {pipe.copy_statement}",
     )
@@ -180,6 +186,13 @@ def pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> SensorDefi
         pending = pending_for(catalog, settings, current)
         if not pending:
             return SensorResult(skip_reason="no new files", asset_events=[observation])
+        waiting = RunsFilter(job_name=job.name, statuses=_NOT_YET_LISTED)
+        if context.instance.get_runs(waiting, limit=1):
+            # Another run would queue behind it (one run per table) and find nothing to load.
+            return SensorResult(
+                skip_reason=f"{len(pending)} new files; the queued run of {job.name} loads them",
+                asset_events=[observation],
+            )
         return SensorResult(
             run_requests=[RunRequest(run_key=batch_key(pipe.name, pending))],
             asset_events=[observation],

@@ -3,6 +3,8 @@ that loads its pipes' files on real Spark + Delta and checks that none failed.""
 
 from __future__ import annotations
 
+import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,9 +13,14 @@ import pytest
 from dagster import (
     AssetCheckKey,
     AssetKey,
+    DagsterEvent,
+    DagsterEventType,
     DagsterInstance,
+    DagsterRun,
+    DagsterRunStatus,
     DefaultSensorStatus,
     Definitions,
+    EventLogEntry,
     SensorResult,
     SkipReason,
     build_sensor_context,
@@ -99,7 +106,7 @@ def test_the_definitions_of_a_pipe(home: Home) -> None:
     assert job.tags[OBJECT_TAG] == "table:t"
     sensor = defs.resolve_sensor_def("p")
     assert sensor.job_name == "ingest_t_job"
-    assert sensor.minimum_interval_seconds == 7
+    assert sensor.minimum_interval_seconds == 6  # POLL_INTERVAL = 7, less a second of slack
     assert sensor.default_status == DefaultSensorStatus.RUNNING
 
 
@@ -142,6 +149,31 @@ def test_the_pipe_sensor_asks_for_one_run_per_batch_of_settled_files(
     dropped = tick(defs, instance)
     assert isinstance(dropped, SkipReason)
     assert dropped.skip_message == "pipe p was dropped"
+
+
+def test_the_pipe_sensor_asks_for_no_second_run_while_one_has_not_started(
+    home: Home, instance: DagsterInstance
+) -> None:
+    defs = build_definitions(home.settings)
+    put(home.volume, "a.csv", "1,a\n")
+    queued = DagsterRun(job_name="ingest_t_job", run_id=str(uuid.uuid4()))
+    instance.add_run(queued.with_status(DagsterRunStatus.STARTING))  # launched, loading its code
+    waiting = tick(defs, instance)
+    assert waiting.run_requests == []
+    assert waiting.skip_reason.skip_message == (
+        "1 new files; the queued run of ingest_t_job loads them"
+    )
+    # A started run may have listed the volume before the file came: a new run is asked for.
+    instance.handle_new_event(
+        EventLogEntry(
+            error_info=None, level="DEBUG", user_message="", run_id=queued.run_id,
+            timestamp=time.time(), dagster_event=DagsterEvent(
+                DagsterEventType.RUN_START.value, job_name="ingest_t_job"
+            ),
+        )
+    )  # fmt: skip
+    assert instance.get_run_by_id(queued.run_id).status == DagsterRunStatus.STARTED
+    assert run_key(tick(defs, instance)).startswith("p-")
 
 
 def materialized(result: object) -> tuple[dict[str, object], bool, str]:

@@ -13,8 +13,8 @@ from lake_assets.engine.session import LakeSession
 from resources.catalog import Catalog
 from resources.errors import LakeError
 from resources.settings import LakeSettings
-from resources.spark import DeltaSparkResource
-from resources.spark_server import server_url, spawn_server, stop
+from resources.spark import DeltaSparkResource, spark_conf
+from resources.spark_server import SERVER_CLASS, server_command, server_url, spawn_server, stop
 from tests.ingest_helpers import files, local_volume, message, put, rows
 from tests.s3_server import free_port
 
@@ -132,3 +132,20 @@ def test_no_server_at_the_url_is_one_clear_error(tmp_path: Path) -> None:
     with pytest.raises(LakeError, match=f"no Spark Connect server answers at {url}") as error:
         resource.spark_session  # noqa: B018 - starting the session is the check
     assert "lake spark-server" in error.value.fix
+
+
+def test_the_server_command_binds_loopback_with_the_local_session_configuration(
+    tmp_path: Path,
+) -> None:
+    settings = LakeSettings(lake_home=tmp_path, jars_dir=LakeSettings.from_env().jars_dir)
+    command = server_command(settings, 15999)
+    assert command[0].endswith("pyspark/bin/spark-submit")
+    assert command[1:3] == ["--class", SERVER_CLASS]
+    conf = dict(value.split("=", 1) for value in command[4::2])
+    assert command[3::2] == ["--conf"] * len(conf)
+    assert conf["spark.connect.grpc.binding.address"] == "127.0.0.1"
+    assert conf["spark.connect.grpc.binding.port"] == "15999"
+    assert {k: v for k, v in spark_conf(settings).items() if k != "spark.app.name"}.items() <= (
+        conf.items()
+    )
+    assert any("delta-spark" in jar for jar in conf["spark.jars"].split(","))
