@@ -128,6 +128,15 @@ def create_dynamic_table(
     existing = catalog.find_dynamic_table(stmt.name)
     if existing is not None and stmt.if_not_exists:
         return Result.status(f"dynamic table {stmt.name} already exists; nothing to do")
+    if existing is not None and not stmt.or_replace:
+        raise LakeError(
+            f"dynamic table {stmt.name} already exists",
+            "use CREATE OR REPLACE DYNAMIC TABLE, pick another name, or DROP it first",
+        )
+    if catalog.find_table(stmt.name) is not None:
+        raise LakeError(
+            f"table {stmt.name} already exists", "pick another name for the dynamic table"
+        )
     if stmt.query.sources:
         raise LakeError(
             f"dynamic table {stmt.name} can read only tables and dynamic tables",

@@ -16,6 +16,7 @@ from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, DecimalType, DoubleType, FloatType, StructType
+from sqlglot import exp
 
 from lake_assets.engine.delta import delta_ref, quote_name
 from lake_assets.engine.dynamic_plan import (
@@ -94,7 +95,8 @@ def net_changes(spark: SparkSession, read: SourceRead) -> DataFrame:
 
 def _copies(frame: DataFrame, count: SparkColumn, columns: list[str]) -> DataFrame:
     """Each row repeated `count` times (count ≥ 1)."""
-    return frame.select(*map(col, columns), F.explode(F.sequence(F.lit(1), count))).drop("col")
+    copy = F.explode(F.sequence(F.lit(1), count)).alias("__lake_copy")
+    return frame.select(*map(col, columns), copy).drop("__lake_copy")
 
 
 def register_sources(spark: SparkSession, reads: list[SourceRead], changes: bool) -> None:
@@ -112,7 +114,11 @@ def register_sources(spark: SparkSession, reads: list[SourceRead], changes: bool
 
 
 def full_result(
-    spark: SparkSession, plan: Plan, query: object, reads: dict[str, SourceRead], names: list[str]
+    spark: SparkSession,
+    plan: Plan,
+    query: exp.Expression,
+    reads: dict[str, SourceRead],
+    names: list[str],
 ) -> DataFrame:
     """The query over the sources as read now, with the plan's hidden columns, named `names`."""
     sql = rewrite(with_hidden(plan, query), lambda _, name: _view_or_self(reads, name, "new"))
@@ -124,7 +130,10 @@ def _view_or_self(reads: dict[str, SourceRead], name: str, kind: str) -> str:
 
 
 def row_changes(
-    spark: SparkSession, branches: tuple, reads: dict[str, SourceRead], names: list[str]
+    spark: SparkSession,
+    branches: tuple[exp.Select, ...],
+    reads: dict[str, SourceRead],
+    names: list[str],
 ) -> DataFrame:
     """The signed rows (`names` + MULT) the branches' result gains and loses, netted."""
     parts: list[DataFrame] = []
@@ -174,7 +183,7 @@ def projection_merge(
     spark: SparkSession, location: str, version: int, changes: DataFrame, schema: StructType
 ) -> str | None:
     """Register the MERGE source for a projection's row changes; return the MERGE, or None
-    when only rows are gained (then `append_rows` is the cheaper write)."""
+    when only rows are gained (then appending `gained_rows` is the cheaper write)."""
     names = [field.name for field in schema.fields]
     typed = changes.select(
         *[col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields], F.col(MULT)
@@ -231,7 +240,7 @@ def gained_rows(changes: DataFrame, schema: StructType) -> DataFrame:
 def aggregate_merge(
     spark: SparkSession,
     plan: Plan,
-    query: object,
+    query: exp.Expression,
     reads: dict[str, SourceRead],
     location: str,
     version: int,

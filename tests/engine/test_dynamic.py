@@ -198,6 +198,12 @@ def test_create_refuses_unknown_tables_columns_and_unnamed_results(lake: LakeSes
     lake.sql("CREATE DYNAMIC TABLE d (ident COMMENT 'the id', label) AS SELECT id, name FROM t")
     assert columns(lake, "SELECT * FROM d") == ["ident", "label"]
     assert lake.catalog.dynamic_table("d").columns[0].comment == "the id"
+    with pytest.raises(LakeError, match="dynamic table d already exists"):
+        lake.sql("CREATE DYNAMIC TABLE d AS SELECT id FROM t")
+    (skipped,) = lake.sql("CREATE DYNAMIC TABLE IF NOT EXISTS d AS SELECT id FROM t")
+    assert skipped.message == "dynamic table d already exists; nothing to do"
+    with pytest.raises(LakeError, match="table t already exists"):
+        lake.sql("CREATE OR REPLACE DYNAMIC TABLE t AS SELECT id FROM d")
 
 
 def test_cycles_between_dynamic_tables_are_refused(lake: LakeSession) -> None:

@@ -8,7 +8,7 @@ from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
@@ -18,7 +18,7 @@ from resources.catalog import Catalog
 from resources.settings import LakeSettings
 
 SETTINGS = settings(
-    max_examples=4,
+    max_examples=3,
     deadline=None,
     derandomize=True,
     database=None,
@@ -129,14 +129,40 @@ def check_history(
 
 
 INITIAL = st.tuples(st.lists(SRC_ROW, max_size=6), st.lists(DIM_ROW, max_size=3))
-SRC_STEPS = st.lists(st.lists(SRC_CHANGE, min_size=1, max_size=3), min_size=1, max_size=3)
+SRC_STEPS = st.lists(st.lists(SRC_CHANGE, min_size=1, max_size=3), min_size=1, max_size=2)
 BOTH_STEPS = st.lists(
-    st.lists(st.one_of(SRC_CHANGE, DIM_CHANGE), min_size=1, max_size=3), min_size=1, max_size=3
+    st.lists(st.one_of(SRC_CHANGE, DIM_CHANGE), min_size=1, max_size=3), min_size=1, max_size=2
+)
+
+# Always checked as well: a group emptying, NULL keys and values, updates, and (with the second
+# table) changes on both sides of a join in one refresh.
+SRC_EXAMPLE = (
+    (
+        [
+            ("a", Decimal("2.25"), 1, "x"),
+            ("a", None, 5, None),
+            (None, Decimal("10.10"), 0, "y"),
+            ("b", Decimal("-1.50"), None, "x"),
+        ],
+        [("a", "L1", 1), ("b", "L2", 2), (None, "L1", 1)],
+    ),
+    [
+        [("delete", (0, "a")), ("delete", (1, "a")), ("update", (2, Decimal("0.00"), 5))],
+        [("insert", [(None, None, None, None), ("c", Decimal("2.25"), 1, "x")])],
+    ],
+)
+BOTH_EXAMPLE = (
+    SRC_EXAMPLE[0],
+    [
+        [("dim_update", ("a", 3)), ("delete", (0, "a")), ("insert", [("b", None, 1, "y")])],
+        [("dim_delete", "b"), ("dim_insert", [("c", "L2", 2)]), ("update", (1, None, 0))],
+    ],
 )
 
 
 @SETTINGS
 @given(initial=INITIAL, steps=SRC_STEPS)
+@example(initial=SRC_EXAMPLE[0], steps=SRC_EXAMPLE[1])
 def test_projection_and_filter_with_duplicate_rows(spark, initial, steps):
     check_history(
         spark,
@@ -148,6 +174,7 @@ def test_projection_and_filter_with_duplicate_rows(spark, initial, steps):
 
 @SETTINGS
 @given(initial=INITIAL, steps=BOTH_STEPS)
+@example(initial=BOTH_EXAMPLE[0], steps=BOTH_EXAMPLE[1])
 def test_union_all_of_filters_over_two_tables(spark, initial, steps):
     check_history(
         spark,
@@ -163,6 +190,7 @@ def test_union_all_of_filters_over_two_tables(spark, initial, steps):
 
 @SETTINGS
 @given(initial=INITIAL, steps=SRC_STEPS)
+@example(initial=SRC_EXAMPLE[0], steps=SRC_EXAMPLE[1])
 def test_group_by_with_every_aggregate_null_keys_and_decimals(spark, initial, steps):
     check_history(
         spark,
@@ -179,6 +207,7 @@ def test_group_by_with_every_aggregate_null_keys_and_decimals(spark, initial, st
 
 @SETTINGS
 @given(initial=INITIAL, steps=BOTH_STEPS)
+@example(initial=BOTH_EXAMPLE[0], steps=BOTH_EXAMPLE[1])
 def test_inner_join_with_changes_on_both_sides(spark, initial, steps):
     check_history(
         spark,
@@ -193,6 +222,7 @@ def test_inner_join_with_changes_on_both_sides(spark, initial, steps):
 
 @SETTINGS
 @given(initial=INITIAL, steps=BOTH_STEPS)
+@example(initial=BOTH_EXAMPLE[0], steps=BOTH_EXAMPLE[1])
 def test_aggregate_over_a_join(spark, initial, steps):
     check_history(
         spark,
@@ -207,6 +237,7 @@ def test_aggregate_over_a_join(spark, initial, steps):
 
 @SETTINGS
 @given(initial=INITIAL, steps=SRC_STEPS)
+@example(initial=SRC_EXAMPLE[0], steps=SRC_EXAMPLE[1])
 def test_dynamic_table_on_dynamic_tables(spark, initial, steps):
     check_history(
         spark,
