@@ -38,10 +38,10 @@ JOIN = (
 def fill(lake: LakeSession, suffix: str, rows: int, groups: int) -> None:
     """The source tables, written in id order so that a change touches few files."""
     lake.sql(
-        f"CREATE TABLE orders{suffix} (id BIGINT, grp BIGINT, amount DECIMAL(12,2)) "
-        f"PROPERTIES ('change_tracking' = 'true');"
-        f"CREATE TABLE customers{suffix} (grp BIGINT, region STRING) "
-        f"PROPERTIES ('change_tracking' = 'true');"
+        f"CREATE TABLE orders{suffix} (id BIGINT, grp BIGINT, amount DECIMAL(12,2));"
+        f"CREATE TABLE customers{suffix} (grp BIGINT, region STRING);"
+        f"ALTER TABLE orders{suffix} SET PROPERTIES ('change_tracking' = 'true');"
+        f"ALTER TABLE customers{suffix} SET PROPERTIES ('change_tracking' = 'true');"
         f"INSERT INTO orders{suffix} SELECT id, id % {groups}, CAST(id % 99991 AS DECIMAL(12,2)) "
         f"FROM range({rows});"
         f"INSERT INTO customers{suffix} SELECT id, concat('region-', id % 7) FROM range({groups})"
