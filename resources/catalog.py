@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
@@ -199,6 +200,23 @@ class RefreshRecord:
         return cls(**values)
 
 
+# How long a writer waits for another process's transaction before giving up.
+_LOCK_WAIT_SECONDS = 30
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Switching a new file to WAL does not wait on a concurrent opener's lock: retry it."""
+    deadline = time.monotonic() + _LOCK_WAIT_SECONDS
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 class Catalog:
     """Names → objects; every write is one SQLite transaction, safe across processes."""
 
@@ -206,12 +224,12 @@ class Catalog:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as conn:
-            conn.execute("PRAGMA journal_mode=WAL")
+            _use_wal(conn)
             conn.executescript(_SCHEMA)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        conn = sqlite3.connect(self.path, timeout=_LOCK_WAIT_SECONDS, isolation_level=None)
         conn.row_factory = sqlite3.Row
         try:
             yield conn
