@@ -2,11 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import os
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NamedTuple
 
 from pyspark.sql import SparkSession
 
 COMMIT_TAG_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+
+_COMMIT_FILE = re.compile(r"\d{20}\.json")
+
+
+class Commit(NamedTuple):
+    """One Delta commit as the history shows it (timestamps are naive UTC, like Spark's)."""
+
+    version: int
+    timestamp: datetime
+    operation: str | None
+    operation_metrics: dict[str, str]
+    user_metadata: str | None
+
 
 # Delta's operationMetrics keys for rows inserted, updated and deleted, per commit operation.
 _ROW_METRICS = {
@@ -32,10 +50,57 @@ def quote_name(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def history(spark: SparkSession, location: str, limit: int | None = None) -> list[Any]:
-    """Commit history, newest first."""
+def history(spark: SparkSession, location: str, limit: int | None = None) -> list[Commit]:
+    """Commit history, newest first. A table on a local filesystem is read straight from its
+    transaction log (no Spark job: a refresh or load asks this several times); others through
+    DESCRIBE HISTORY."""
+    log = _local_log(location)
+    if log is not None:
+        return _log_history(log, limit)
     suffix = f" LIMIT {int(limit)}" if limit else ""
-    return spark.sql(f"DESCRIBE HISTORY {delta_ref(location)}{suffix}").collect()
+    return [
+        Commit(
+            row["version"],
+            row["timestamp"],
+            row["operation"],
+            dict(row["operationMetrics"] or {}),
+            row["userMetadata"],
+        )
+        for row in spark.sql(f"DESCRIBE HISTORY {delta_ref(location)}{suffix}").collect()
+    ]
+
+
+def _local_log(location: str) -> Path | None:
+    if "://" in location and not location.startswith("file:"):
+        return None
+    path = Path(location.removeprefix("file://").removeprefix("file:"))
+    return path / "_delta_log" if path.is_absolute() else None
+
+
+def _log_history(log: Path, limit: int | None) -> list[Commit]:
+    """Commits from the log's `<version>.json` files and the commitInfo action each carries."""
+    versions = sorted(
+        (int(entry.name[:-5]) for entry in os.scandir(log) if _COMMIT_FILE.fullmatch(entry.name)),
+        reverse=True,
+    )
+    return [_log_commit(log, version) for version in versions[:limit]]
+
+
+def _log_commit(log: Path, version: int) -> Commit:
+    info: dict[str, Any] = {}
+    with open(log / f"{version:020d}.json", encoding="utf-8") as actions:
+        for line in actions:
+            if line.startswith('{"commitInfo"'):
+                info = json.loads(line)["commitInfo"]
+                break
+    stamp = datetime.fromtimestamp(info.get("timestamp", 0) / 1000, tz=UTC).replace(tzinfo=None)
+    return Commit(
+        version,
+        stamp,
+        info.get("operation"),
+        dict(info.get("operationMetrics") or {}),
+        info.get("userMetadata"),
+    )
 
 
 def row_count(spark: SparkSession, location: str, version: int) -> int:

@@ -25,13 +25,13 @@ def run_dml(spark: SparkSession, catalog: Catalog, stmt: Dml, bound_sql: str) ->
     finally:
         spark.conf.unset(COMMIT_TAG_CONF)
     commit = next(
-        (c for c in history(spark, target.location, _HISTORY_WINDOW) if c["userMetadata"] == tag),
+        (c for c in history(spark, target.location, _HISTORY_WINDOW) if c.user_metadata == tag),
         None,
     )
     if commit is None:
         return Result.status(f"{stmt.operation}: no change to {stmt.target}")
-    version = commit["version"]
-    changes = row_changes(commit["operation"], commit["operationMetrics"])
+    version = commit.version
+    changes = row_changes(commit.operation, commit.operation_metrics)
     rows = record_commit_state(spark, catalog, target, version, changes)
     inserted, updated, deleted = changes or ("?", "?", "?")
     return Result.status(

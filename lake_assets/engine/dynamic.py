@@ -182,9 +182,14 @@ def create_dynamic_table(
         for name, f in zip(plan.hidden, schema.fields[len(visible) :], strict=True)
     ]
     comment = f" COMMENT {sql_string(stmt.comment)}" if stmt.comment else ""
+    # A projection's refresh deletes rows scattered over a table as large as its sources:
+    # deletion vectors mark them instead of rewriting every file. An aggregate is small and
+    # every file is touched anyway, where rewriting measured faster.
+    vectors = "false" if plan.shape == AGGREGATE else "true"
     spark.sql(
         f"CREATE TABLE delta.`{location}` ({', '.join(definitions)}) USING delta{comment} "
-        "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')"
+        "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true', "
+        f"'delta.enableDeletionVectors' = '{vectors}')"
     )
     entry = DynamicTableEntry(
         stmt.name,
@@ -448,7 +453,7 @@ def _source_read(
     previous: list[Any] | None,
     index: int,
 ) -> SourceRead:
-    version = history(spark, relation.location, 1)[0]["version"]
+    version = history(spark, relation.location, 1)[0].version
     last = previous[1] if previous and previous[0] == relation.location else None
     columns = (
         tuple(c.name for c in relation.columns) if isinstance(relation, DynamicTableEntry) else None
@@ -528,7 +533,7 @@ def _refresh(
     record = replace(record, end_time=now_utc(), duration=time.monotonic() - clock)
     catalog.record_refresh(record)
     rows_after = rows_before + (record.rows_inserted or 0) - (record.rows_deleted or 0)
-    catalog.record_table_state(entry, commit["version"], rows_after)
+    catalog.record_table_state(entry, commit.version, rows_after)
     return _outcome(record)
 
 
@@ -624,7 +629,7 @@ def _committing(
 
 def _find_commit(spark: SparkSession, entry: DynamicTableEntry, metadata: dict[str, Any]) -> Any:
     for commit in history(spark, entry.location, _HISTORY_WINDOW):
-        found = _refresh_metadata(commit["userMetadata"])
+        found = _refresh_metadata(commit.user_metadata)
         if found is not None and found["id"] == metadata["id"]:
             return commit
     raise LakeError(
@@ -642,16 +647,16 @@ def _refresh_metadata(user_metadata: str | None) -> dict[str, Any] | None:
 
 def _record_from_commit(name: str, commit: Any, metadata: dict[str, Any] | None) -> RefreshRecord:
     """The history row of a refresh commit, from what the commit itself carries."""
-    metadata = metadata or _refresh_metadata(commit["userMetadata"])
+    metadata = metadata or _refresh_metadata(commit.user_metadata)
     assert metadata is not None
-    inserted, updated, deleted = row_changes(commit["operation"], commit["operationMetrics"]) or (
+    inserted, updated, deleted = row_changes(commit.operation, commit.operation_metrics) or (
         0, 0, 0,
     )  # fmt: skip
     if metadata["mode"] == FULL:
         inserted, deleted = inserted, metadata["replaced_rows"]
     else:
         inserted, deleted = inserted + updated, deleted + updated
-    end = commit["timestamp"]
+    end = commit.timestamp
     end_text = end.isoformat(timespec="milliseconds") if isinstance(end, datetime) else str(end)
     started = datetime.fromisoformat(metadata["start"])
     duration = (
@@ -663,7 +668,7 @@ def _record_from_commit(name: str, commit: Any, metadata: dict[str, Any] | None)
         metadata["id"], name, SUCCEED, metadata["mode"], metadata["trigger"], metadata["start"],
         end_text, max(duration, 0.0),
         {source: version for source, (_, version) in metadata["sources"].items()},
-        inserted, deleted, None, metadata.get("reason"), commit["version"],
+        inserted, deleted, None, metadata.get("reason"), commit.version,
     )  # fmt: skip
 
 
@@ -673,9 +678,9 @@ def _reconcile(
     """The last committed refresh's record (re-indexed if the index missed it) and the table's
     current version."""
     commits = history(spark, entry.location, _HISTORY_WINDOW)
-    version = commits[0]["version"]
+    version = commits[0].version
     for commit in commits:
-        metadata = _refresh_metadata(commit["userMetadata"])
+        metadata = _refresh_metadata(commit.user_metadata)
         if metadata is not None:
             catalog.record_refresh(_record_from_commit(entry.name, commit, metadata))
             if entry.version != version:

@@ -326,11 +326,12 @@ def aggregate_merge(
             recompute = recompute | (lost.isNotNull() & F.coalesce(reached, F.lit(True)))
             values[name] = extreme(o(name), gained)
     columns = [field.name for field in schema.fields]
+    # Computed once, here: the checks and the MERGE below read this small result, not its plan.
     state = joined.select(
         *[values[c].cast(types[c]).alias(c) for c in columns],
         existed.alias("__existed"),
         recompute.alias("__recompute"),
-    )
+    ).localCheckpoint()
     removed = state.filter((F.col(ROWS) == 0) & F.col("__existed")).withColumn(OP, F.lit("D"))
     folded = state.filter((F.col(ROWS) > 0) & ~F.col("__recompute")).withColumn(OP, F.lit("U"))
     again = state.filter((F.col(ROWS) > 0) & F.col("__recompute"))

@@ -68,7 +68,7 @@ def _history_since(spark: SparkSession, location: str, mark: int) -> list[Any]:
     limit = 8
     while True:
         commits = history(spark, location, limit)
-        if len(commits) < limit or commits[-1]["version"] <= mark + 1:
+        if len(commits) < limit or commits[-1].version <= mark + 1:
             return commits
         limit *= 8
 
@@ -78,20 +78,20 @@ def reconcile(spark: SparkSession, catalog: Catalog, table: TableEntry) -> int:
     return the table's newest version (the next load's commit is fenced with it)."""
     mark = catalog.load_mark(table.name)
     recent = _history_since(spark, table.location, mark)
-    newest = recent[0]["version"]
-    commits = [c for c in recent if c["version"] > mark]
+    newest = recent[0].version
+    commits = [c for c in recent if c.version > mark]
     if not commits:
         return newest
     records = []
     for commit in commits:
-        metadata = _load_metadata(commit["userMetadata"])
+        metadata = _load_metadata(commit.user_metadata)
         if metadata is None:
             continue
         for path, size, modified, rows in metadata["files"]:
             records.append(
                 LoadRecord(
                     path, metadata["time"], size, modified, LOADED, rows, None,
-                    metadata.get("pipe"), commit["version"],
+                    metadata.get("pipe"), commit.version,
                 )
             )  # fmt: skip
     catalog.record_loads(table.name, records, newest)
@@ -383,7 +383,7 @@ def _commit(
     )
     failpoints.reached(failpoints.AFTER_COMMIT)
     commit = next(
-        (c for c in history(spark, table.location, 50) if tag in (c["userMetadata"] or "")), None
+        (c for c in history(spark, table.location, 50) if tag in (c.user_metadata or "")), None
     )
     if commit is None:
         raise LakeError(
@@ -391,5 +391,5 @@ def _commit(
             "run the load again: files already loaded are skipped",
         )
     inserted = sum(count for _, count in good)
-    record_commit_state(spark, catalog, before, commit["version"], (inserted, 0, 0))
-    return commit["version"]
+    record_commit_state(spark, catalog, before, commit.version, (inserted, 0, 0))
+    return commit.version

@@ -132,10 +132,10 @@ def describe_history(spark: SparkSession, catalog: Catalog, stmt: DescribeHistor
         ["version", "timestamp", "operation", "rows_inserted", "rows_updated", "rows_deleted"],
         [
             (
-                commit["version"],
-                commit["timestamp"],
-                commit["operation"],
-                *(row_changes(commit["operation"], commit["operationMetrics"]) or (None,) * 3),
+                commit.version,
+                commit.timestamp,
+                commit.operation,
+                *(row_changes(commit.operation, commit.operation_metrics) or (None,) * 3),
             )
             for commit in history(spark, entry.location)
         ],

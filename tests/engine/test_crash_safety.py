@@ -66,9 +66,9 @@ def lake_sql_killed_at(lake_home: Path, failpoint: str, sql: str) -> subprocess.
 def load_commits(spark: SparkSession, lake: LakeSession) -> list[int]:
     """Versions of the commits that carry load records."""
     return [
-        commit["version"]
+        commit.version
         for commit in history(spark, lake.catalog.table("t").location)
-        if commit["userMetadata"] and "lake_load" in json.loads(commit["userMetadata"])
+        if commit.user_metadata and "lake_load" in json.loads(commit.user_metadata)
     ]
 
 

@@ -49,7 +49,7 @@ def history_of(lake: LakeSession, name: str) -> list[dict]:
 
 
 def version(spark: SparkSession, lake: LakeSession, name: str) -> int:
-    return history(spark, lake.catalog.dynamic_table(name).location, 1)[0]["version"]
+    return history(spark, lake.catalog.dynamic_table(name).location, 1)[0].version
 
 
 @pytest.fixture
@@ -123,8 +123,8 @@ def test_a_refresh_is_one_commit_carrying_the_versions_it_read(
     assert outcome.version == before + 1 == version(spark, seeded, "sales_summary")
     assert outcome.source_versions == {"sales_ods": 3}
     commit = history(spark, seeded.catalog.dynamic_table("sales_summary").location, 1)[0]
-    assert '"sales_ods"' in commit["userMetadata"]
-    assert commit["operation"] == "MERGE"
+    assert '"sales_ods"' in commit.user_metadata
+    assert commit.operation == "MERGE"
 
 
 def test_unsupported_shapes_refresh_full_with_the_reason(seeded: LakeSession) -> None:

@@ -333,15 +333,15 @@ def test_each_copy_is_one_commit_and_a_lost_index_is_rebuilt_from_the_commits(
     lake.sql(COPY)
 
     commits = history(spark, lake.catalog.table("t").location)
-    assert [(commit["version"], commit["operation"]) for commit in commits] == [
+    assert [(commit.version, commit.operation) for commit in commits] == [
         (2, "WRITE"),
         (1, "WRITE"),
         (0, "CREATE TABLE"),
     ]
     carried = {
-        commit["version"]: json.loads(commit["userMetadata"])["files"]
+        commit.version: json.loads(commit.user_metadata)["files"]
         for commit in commits
-        if commit["version"]
+        if commit.version
     }
     assert carried == {
         1: [[a.as_uri(), 8, mtime(a), 2], [b.as_uri(), 4, mtime(b), 1]],

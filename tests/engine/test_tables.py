@@ -22,9 +22,7 @@ def rows(lake: LakeSession, sql: str) -> list[tuple]:
 
 
 def versions(spark: SparkSession, lake: LakeSession, table: str) -> list[int]:
-    return sorted(
-        commit["version"] for commit in history(spark, lake.catalog.table(table).location)
-    )
+    return sorted(commit.version for commit in history(spark, lake.catalog.table(table).location))
 
 
 @pytest.fixture
