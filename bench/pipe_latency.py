@@ -34,8 +34,7 @@ from lake_assets.engine.session import LakeSession
 from resources.catalog import Catalog
 from resources.settings import LakeSettings
 from resources.spark import DeltaSparkResource
-from resources.spark_server import server_url, spawn_server, stop
-from tests.s3_server import free_port
+from resources.spark_server import free_port, server_url, spawn_server, stop
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL_P50, GOAL_P95 = 15.0, 30.0

@@ -8,6 +8,7 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
+from lake_assets.changes import dagster_reporter
 from lake_assets.engine.session import LakeSession
 from lake_assets.output import FORMATS, write_result
 from lake_assets.sql.parser import StatementError
@@ -64,7 +65,10 @@ def _session(settings: LakeSettings) -> LakeSession:
     resource = DeltaSparkResource.from_settings(
         settings, console_log=str(settings.log_dir / "spark-console.log")
     )
-    return LakeSession(Catalog(settings.catalog_path), settings, lambda: resource.spark_session)
+    catalog = Catalog(settings.catalog_path)
+    return LakeSession(
+        catalog, settings, lambda: resource.spark_session, changed=dagster_reporter(catalog)
+    )
 
 
 def run_sql(args: argparse.Namespace) -> int:

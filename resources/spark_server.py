@@ -36,6 +36,13 @@ def server_port(settings: LakeSettings, port: int | None = None) -> int:
     )
 
 
+def free_port() -> int:
+    """A loopback port nothing listens on right now (for servers the tests and benches start)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((LOOPBACK, 0))
+        return probe.getsockname()[1]
+
+
 def server_url(port: int) -> str:
     return f"sc://{LOOPBACK}:{port}"
 

@@ -12,9 +12,8 @@ from pathlib import Path
 
 from lake_assets.daemon import ROOT, spawn_daemon
 from lake_assets.engine.session import LakeSession
-from resources.spark_server import server_url, spawn_server, stop
+from resources.spark_server import free_port, server_url, spawn_server, stop
 from tests.ingest_helpers import local_volume, put, rows
-from tests.s3_server import free_port
 
 # Generous: the run processes share two cores with the rest of the suite.
 PATIENCE_SECONDS = 600

@@ -75,7 +75,8 @@ def _at(spark: SparkSession, read: SourceRead, version: int) -> DataFrame:
 
 
 def net_changes(spark: SparkSession, read: SourceRead) -> DataFrame:
-    """The source's rows gained (+n) and lost (-n) since the last refresh, netted per row."""
+    """The source's rows gained (+n) and lost (-n) since the last refresh, netted per row: a
+    row written and changed again in between never reaches the query (its CASTs may reject it)."""
     feed = (
         spark.read.format("delta")
         .option("readChangeFeed", "true")
@@ -100,11 +101,11 @@ def _copies(frame: DataFrame, count: SparkColumn, columns: list[str]) -> DataFra
 
 
 def register_sources(spark: SparkSession, reads: list[SourceRead], changes: bool) -> None:
-    """Views of each source now, and with `changes` also as last read and its row changes."""
+    """Views of each source now, and with `changes` also its rows gained and lost since the
+    last refresh (the source as last read is registered only when a join needs it)."""
     for read in reads:
         _at(spark, read, read.version).createOrReplaceTempView(read.view("new"))
         if changes and read.changed:
-            _at(spark, read, int(read.previous or 0)).createOrReplaceTempView(read.view("old"))
             net = net_changes(spark, read)
             columns = [c for c in net.columns if c != MULT]
             gained = net.filter(F.col(MULT) > 0)
@@ -129,6 +130,14 @@ def _view_or_self(reads: dict[str, SourceRead], name: str, kind: str) -> str:
     return reads[name].view(kind) if name in reads else name
 
 
+def _view_as_last_read(spark: SparkSession, read: SourceRead, registered: set[str]) -> str:
+    """The source as the last refresh read it, registered on first use: only joins read it."""
+    if read.name not in registered:
+        _at(spark, read, int(read.previous or 0)).createOrReplaceTempView(read.view("old"))
+        registered.add(read.name)
+    return read.view("old")
+
+
 def row_changes(
     spark: SparkSession,
     branches: tuple[exp.Select, ...],
@@ -137,6 +146,7 @@ def row_changes(
 ) -> DataFrame:
     """The signed rows (`names` + MULT) the branches' result gains and loses, netted."""
     parts: list[DataFrame] = []
+    registered: set[str] = set()
     for branch in branches:
         refs = [table.name.lower() for table in references(branch)]
         for j, name in enumerate(refs):
@@ -145,10 +155,12 @@ def row_changes(
             for sign, kind in ((1, "pos"), (-1, "neg")):
 
                 def relation(index: int, table: str, j: int = j, kind: str = kind) -> str:
-                    state = "new" if index < j else kind if index == j else "old"
-                    if state == "old" and not reads[table].changed:
-                        state = "new"
-                    return reads[table].view(state)
+                    read = reads[table]
+                    if index == j:
+                        return read.view(kind)
+                    if index > j and read.changed:
+                        return _view_as_last_read(spark, read, registered)
+                    return read.view("new")
 
                 frame = spark.sql(rewrite(branch, relation)).toDF(*names)
                 parts.append(frame.withColumn(MULT, F.lit(sign)))

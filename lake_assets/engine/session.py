@@ -55,12 +55,18 @@ class LakeSession:
     """Statements that only read the catalog (SHOW, DESC) never start Spark."""
 
     def __init__(
-        self, catalog: Catalog, settings: LakeSettings, spark: Callable[[], SparkSession]
+        self,
+        catalog: Catalog,
+        settings: LakeSettings,
+        spark: Callable[[], SparkSession],
+        changed: Callable[[str], None] | None = None,
     ) -> None:
+        """`changed` hears the name of every table or dynamic table a statement committed to."""
         self.catalog = catalog
         self.settings = settings
         self.warehouse = settings.warehouse
         self._spark = spark
+        self._changed = changed
 
     @property
     def spark(self) -> SparkSession:
@@ -124,7 +130,9 @@ class LakeSession:
                 return tables.show_tables(catalog)
             case Dml():
                 bound = self._bind(statement)  # before Spark: unknown names fail without a JVM
-                return run_dml(self.spark, catalog, statement, bound)
+                return self._committing(
+                    statement.target, lambda: run_dml(self.spark, catalog, statement, bound)
+                )
             case Query():
                 bound = self._bind(statement)
                 frame = self.spark.sql(bound)
@@ -140,7 +148,10 @@ class LakeSession:
             case CopyIntoVolume():
                 return self._copy_into_volume(statement)
             case CopyIntoTable():
-                return pipes.copy_into_table(self.spark, catalog, settings, statement)
+                return self._committing(
+                    statement.table,
+                    lambda: pipes.copy_into_table(self.spark, catalog, settings, statement),
+                )
             case CreatePipe():
                 return pipes.create_pipe(catalog, settings, statement)
             case AlterPipe():
@@ -150,8 +161,12 @@ class LakeSession:
             case CreateDynamicTable():
                 return dynamic.create_dynamic_table(self.spark, catalog, self.warehouse, statement)
             case RefreshDynamicTable():
-                outcome = dynamic.refresh(self.spark, catalog, statement.name, dynamic.MANUAL)
-                return Result.status(outcome.summary())
+                return self._committing(
+                    statement.name,
+                    lambda: Result.status(
+                        dynamic.refresh(self.spark, catalog, statement.name).summary()
+                    ),
+                )
             case DropDynamicTable():
                 return dynamic.drop_dynamic_table(catalog, statement)
             case ShowDynamicTables():
@@ -163,6 +178,14 @@ class LakeSession:
             case AlterDynamicTable():
                 return dynamic.alter_dynamic_table(catalog, statement)
         raise AssertionError(f"no handler for {statement!r}")
+
+    def _committing(self, name: str, run: Callable[[], Result]) -> Result:
+        """Run a statement that may commit to `name`; tell `changed` when its version moved."""
+        before = self.catalog.relation(name).version
+        result = run()
+        if self._changed is not None and self.catalog.relation(name).version != before:
+            self._changed(name)
+        return result
 
     def _copy_into_volume(self, statement: CopyIntoVolume) -> Result:
         volume = self.catalog.get_object(VolumeEntry, statement.volume)

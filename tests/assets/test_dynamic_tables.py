@@ -3,7 +3,9 @@ through the Spark resource, and is requested by the automation sensor when a sou
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from dagster import (
@@ -100,3 +102,32 @@ def test_the_automation_sensor_requests_a_refresh_when_a_source_changes(
     changed = evaluate_automation_conditions(defs=defs, instance=instance, cursor=settled.cursor)
     assert changed.total_requested == 1
     assert changed.get_requested_partitions(AssetKey("summary")) == {None}
+
+
+def test_an_automatic_refresh_after_a_failed_upstream_refresh_is_skipped(
+    lake: LakeSession, instance: DagsterInstance
+) -> None:
+    lake.sql(
+        "CREATE TABLE t (k STRING, v INT); INSERT INTO t VALUES ('a', 1);"
+        "CREATE DYNAMIC TABLE picked AS SELECT k, v FROM t WHERE v > 0;"
+        "CREATE DYNAMIC TABLE counted AS SELECT k, COUNT(*) AS n FROM picked GROUP BY k"
+    )
+    lake.sql("INSERT INTO t VALUES ('b', 2)")
+    shutil.rmtree(Path(lake.catalog.table("t").location) / "_delta_log")
+    job = build_definitions(lake.settings).resolve_implicit_global_asset_job_def()
+    failed = job.execute_in_process(
+        instance=instance, asset_selection=[AssetKey("picked")], raise_on_error=False
+    )
+    assert not failed.success
+
+    automatic = job.execute_in_process(
+        instance=instance,
+        asset_selection=[AssetKey("counted")],
+        tags={"dagster/from_automation_condition": "true"},
+    )
+    assert automatic.success
+    assert automatic.get_asset_materialization_events() == []
+    newest = lake.catalog.refresh_history("counted")[0]
+    assert (newest.state, newest.refresh_trigger) == ("SKIPPED", "UPSTREAM")
+    assert newest.reason == "the latest refresh or load of picked failed"
+    assert lake.catalog.refresh_history("picked")[0].state == "FAILED"

@@ -14,9 +14,15 @@ from resources.catalog import Catalog
 from resources.errors import LakeError
 from resources.settings import LakeSettings
 from resources.spark import DeltaSparkResource, spark_conf
-from resources.spark_server import SERVER_CLASS, server_command, server_url, spawn_server, stop
+from resources.spark_server import (
+    SERVER_CLASS,
+    free_port,
+    server_command,
+    server_url,
+    spawn_server,
+    stop,
+)
 from tests.ingest_helpers import files, local_volume, message, put, rows
-from tests.s3_server import free_port
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,32 @@
+"""Changes made by `lake sql` reported to the Dagster instance, so that automation sees them.
+
+A table changed by SQL (INSERT, UPDATE, DELETE, MERGE, COPY INTO) or a dynamic table refreshed by
+hand gets a runless materialization: the dynamic tables reading it refresh eagerly, as they do
+after a pipe's load."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from dagster import AssetMaterialization, DagsterInstance, MetadataValue
+
+from resources.catalog import Catalog
+
+
+def dagster_reporter(catalog: Catalog) -> Callable[[str], None] | None:
+    """A callback that reports a changed table to the instance at DAGSTER_HOME (None if unset)."""
+    if not os.environ.get("DAGSTER_HOME"):
+        return None
+
+    def report(name: str) -> None:
+        entry = catalog.relation(name)
+        metadata = {"lake/changed_by": "lake sql"}
+        if entry.version is not None:
+            metadata["lake/version"] = MetadataValue.int(entry.version)
+        if entry.row_count is not None:
+            metadata["dagster/row_count"] = MetadataValue.int(entry.row_count)
+        with DagsterInstance.get() as instance:
+            instance.report_runless_asset_event(AssetMaterialization(name, metadata=metadata))
+
+    return report

@@ -1,0 +1,47 @@
+"""`lake sql` changes reach the Dagster instance as materializations (automation sees them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from dagster import AssetKey, DagsterInstance
+
+from lake_assets.changes import dagster_reporter
+from lake_assets.engine.session import LakeSession
+
+
+def materializations(key: str) -> list[dict]:
+    with DagsterInstance.get() as instance:
+        records = instance.fetch_materializations(AssetKey(key), limit=10).records
+    return [
+        {name: value.value for name, value in r.asset_materialization.metadata.items()}
+        for r in records
+    ]
+
+
+def test_committed_sql_changes_are_reported_and_nothing_else(
+    lake: LakeSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    assert dagster_reporter(lake.catalog) is None
+    (tmp_path / "dagster").mkdir()
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
+    session = LakeSession(
+        lake.catalog, lake.settings, lambda: lake.spark, changed=dagster_reporter(lake.catalog)
+    )
+
+    session.sql(
+        "CREATE TABLE t (k STRING, v INT); INSERT INTO t VALUES ('a', 1), ('b', 2);"
+        "CREATE DYNAMIC TABLE s AS SELECT k, SUM(v) AS total FROM t GROUP BY k;"
+        "REFRESH DYNAMIC TABLE s"
+    )
+    assert materializations("t") == [
+        {"lake/changed_by": "lake sql", "lake/version": 1, "dagster/row_count": 2}
+    ]
+    assert materializations("s") == []  # CREATE refreshed it; the REFRESH found no change
+
+    session.sql("UPDATE t SET v = 5 WHERE k = 'a'; REFRESH DYNAMIC TABLE s")
+    assert [m["lake/version"] for m in materializations("t")] == [3, 1]  # 2: change tracking on
+    (refreshed,) = materializations("s")
+    assert refreshed["dagster/row_count"] == 2
