@@ -8,7 +8,6 @@ from typing import Any
 
 from dagster import (
     DefaultSensorStatus,
-    RunRequest,
     SensorDefinition,
     SensorEvaluationContext,
     SensorResult,
@@ -16,7 +15,12 @@ from dagster import (
     sensor,
 )
 
-from lake_assets.assets.pipes import batch_key, ingest_run_config, running_pipe, volume_observation
+from lake_assets.assets.pipes import (
+    batch_request,
+    ingest_run_config,
+    running_pipe,
+    volume_observation,
+)
 from lake_assets.engine.notifications import look
 from resources.entries import PipeEntry
 from resources.errors import LakeError
@@ -59,10 +63,12 @@ def event_pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> Sens
         if not seen.pending:
             return SensorResult(skip_reason="no new files", cursor=cursor, asset_events=observed)
         paths = [info.relative_path for info in seen.pending]
-        request = RunRequest(
-            run_key=batch_key(pipe.name, seen.pending),
-            run_config=ingest_run_config(current.table, pipe.name, paths),
-        )
+        config = ingest_run_config(current.table, pipe.name, paths)
+        request = batch_request(context.instance, pipe.name, seen.pending, config)
+        if request is None:
+            # The events are consumed: the next listing (BACKFILL_INTERVAL) finds these files.
+            skipped = f"{len(paths)} new files; a run of them failed, retrying soon"
+            return SensorResult(skip_reason=skipped, cursor=cursor, asset_events=observed)
         return SensorResult(run_requests=[request], cursor=cursor, asset_events=observed)
 
     return watch

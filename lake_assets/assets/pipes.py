@@ -3,6 +3,7 @@
 No `from __future__ import annotations` here: Dagster reads the op's config class at runtime."""
 
 import hashlib
+import time
 from typing import Any
 
 from dagster import (
@@ -12,6 +13,7 @@ from dagster import (
     AssetsDefinition,
     AssetSpec,
     Config,
+    DagsterInstance,
     DagsterRunStatus,
     DefaultSensorStatus,
     MaterializeResult,
@@ -41,6 +43,9 @@ from resources.storage import FileInfo
 FILES_CHECK = "files_load"
 OBJECT_TAG = "lake/object"
 # A run in these states has not listed the volume yet: it will load the files that came since.
+BATCH_TAG = "lake/batch"
+RETRY_AFTER_SECONDS = 30
+_GAVE_UP = [DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED]
 _NOT_YET_LISTED = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING]
 
 
@@ -163,6 +168,22 @@ def batch_key(pipe: str, files: list[FileInfo]) -> str:
     return f"{pipe}-{batch[:20]}"
 
 
+def batch_request(
+    instance: DagsterInstance,
+    pipe: str,
+    files: list[FileInfo],
+    run_config: dict[str, Any] | None = None,
+) -> RunRequest | None:
+    """The run that loads a batch of files: asked for once, and again RETRY_AFTER_SECONDS after
+    each run of it failed (a crash loses nothing, and must not stall the pipe); None meanwhile."""
+    batch = batch_key(pipe, files)
+    failed = instance.get_run_records(RunsFilter(tags={BATCH_TAG: batch}, statuses=_GAVE_UP))
+    if failed and time.time() - (failed[0].end_time or 0) < RETRY_AFTER_SECONDS:
+        return None
+    key = f"{batch}-retry{len(failed)}" if failed else batch
+    return RunRequest(run_key=key, run_config=run_config or {}, tags={BATCH_TAG: batch})
+
+
 def pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> SensorDefinition:
     """Looks at cheap state only (a listing and the load-history index); never starts Spark."""
 
@@ -193,9 +214,12 @@ def pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> SensorDefi
                 skip_reason=f"{len(pending)} new files; the queued run of {job.name} loads them",
                 asset_events=[observation],
             )
-        return SensorResult(
-            run_requests=[RunRequest(run_key=batch_key(pipe.name, pending))],
-            asset_events=[observation],
-        )
+        request = batch_request(context.instance, pipe.name, pending)
+        if request is None:
+            return SensorResult(
+                skip_reason=f"{len(pending)} new files; a run of them failed, retrying soon",
+                asset_events=[observation],
+            )
+        return SensorResult(run_requests=[request], asset_events=[observation])
 
     return watch

@@ -207,12 +207,30 @@ def create_dynamic_table(
     except LakeError:
         tables.remove_files(location)
         raise
+    catalog.record_table_state(entry, 0, 0)
+    verb = "replaced" if replaced is not None else "created"
+    try:
+        outcome = refresh(spark, catalog, stmt.name, CREATION)
+    except LakeError as error:
+        _undo_create(catalog, entry, replaced)
+        what = f"dynamic table {stmt.name} was not {verb}: {error.what}"
+        raise LakeError(what, error.fix) from error
     if replaced is not None:
         tables.remove_files(replaced.location)
-    catalog.record_table_state(entry, 0, 0)
-    outcome = refresh(spark, catalog, stmt.name, CREATION)
-    verb = "replaced" if replaced is not None else "created"
     return Result.status(f"{verb} dynamic table {stmt.name}; {outcome.summary()}")
+
+
+def _undo_create(
+    catalog: Catalog, entry: DynamicTableEntry, replaced: DynamicTableEntry | None
+) -> None:
+    """A CREATE whose first refresh failed leaves nothing behind (or the table it replaced)."""
+    if replaced is None:
+        catalog.remove_dynamic_table(entry.name)
+    else:
+        catalog.add_dynamic_table(replaced, replace_existing=True)
+        if replaced.version is not None and replaced.row_count is not None:
+            catalog.record_table_state(replaced, replaced.version, replaced.row_count)
+    tables.remove_files(entry.location)
 
 
 def _column_names(stmt: CreateDynamicTable, produced: list[str]) -> list[str]:

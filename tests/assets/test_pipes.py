@@ -27,7 +27,8 @@ from dagster import (
 )
 from pyspark.sql import SparkSession
 
-from lake_assets.assets.pipes import FILES_CHECK, OBJECT_TAG
+from lake_assets.assets import pipes
+from lake_assets.assets.pipes import BATCH_TAG, FILES_CHECK, OBJECT_TAG
 from lake_assets.definitions import build_definitions
 from lake_assets.engine.session import LakeSession
 from resources.catalog import Catalog, Column, TableEntry, now_utc
@@ -174,6 +175,34 @@ def test_the_pipe_sensor_asks_for_no_second_run_while_one_has_not_started(
     )  # fmt: skip
     assert instance.get_run_by_id(queued.run_id).status == DagsterRunStatus.STARTED
     assert run_key(tick(defs, instance)).startswith("p-")
+
+
+def test_a_batch_whose_run_failed_is_asked_for_again_after_a_pause(
+    home: Home, instance: DagsterInstance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    defs = build_definitions(home.settings)
+    put(home.volume, "a.csv", "1,a\n")
+    first = tick(defs, instance)
+    key = run_key(first)
+    assert first.run_requests[0].tags[BATCH_TAG] == key
+    crashed = DagsterRun(job_name="ingest_t_job", run_id=str(uuid.uuid4()), tags={BATCH_TAG: key})
+    instance.add_run(crashed.with_status(DagsterRunStatus.STARTED))
+    instance.handle_new_event(
+        EventLogEntry(
+            error_info=None, level="ERROR", user_message="", run_id=crashed.run_id,
+            timestamp=time.time(), dagster_event=DagsterEvent(
+                DagsterEventType.RUN_FAILURE.value, job_name="ingest_t_job"
+            ),
+        )
+    )  # fmt: skip
+    assert instance.get_run_by_id(crashed.run_id).status == DagsterRunStatus.FAILURE
+    waiting = tick(defs, instance)
+    assert waiting.run_requests == []
+    assert waiting.skip_reason.skip_message == "1 new files; a run of them failed, retrying soon"
+    monkeypatch.setattr(pipes, "RETRY_AFTER_SECONDS", 0)
+    retried = tick(defs, instance)
+    assert run_key(retried) == f"{key}-retry1"
+    assert retried.run_requests[0].tags[BATCH_TAG] == key
 
 
 def materialized(result: object) -> tuple[dict[str, object], bool, str]:

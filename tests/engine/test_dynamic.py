@@ -184,6 +184,23 @@ def test_a_failed_refresh_keeps_the_contents_and_records_the_error(
     assert sorted(rows(lake, "SELECT * FROM parsed")) == [(1, 3), (2, 4), (3, 7)]
 
 
+def test_a_create_whose_first_refresh_fails_leaves_nothing_behind(lake: LakeSession) -> None:
+    lake.sql("CREATE TABLE raw (id BIGINT, qty STRING); INSERT INTO raw VALUES (1, '3')")
+    lake.sql("CREATE DYNAMIC TABLE parsed AS SELECT id, CAST(qty AS INT) AS qty FROM raw")
+    lake.sql("INSERT INTO raw VALUES (2, 'seven')")
+    kept = lake.catalog.dynamic_table("parsed")
+    query = "SELECT id, CAST(qty AS INT) + 1 AS qty FROM raw"
+    with pytest.raises(LakeError, match=r"dynamic table parsed was not replaced: .*CAST_INVALID"):
+        lake.sql(f"CREATE OR REPLACE DYNAMIC TABLE parsed AS {query}")
+    assert lake.catalog.dynamic_table("parsed").location == kept.location
+    assert rows(lake, "SELECT * FROM parsed") == [(1, 3)]
+    with pytest.raises(LakeError, match=r"dynamic table plus was not created: .*CAST_INVALID"):
+        lake.sql(f"CREATE DYNAMIC TABLE plus AS {query}")
+    assert lake.catalog.find_dynamic_table("plus") is None
+    assert lake.catalog.refresh_history("plus") == []
+    assert sorted(p.name.split("-")[0] for p in lake.warehouse.iterdir()) == ["parsed", "raw"]
+
+
 def test_create_refuses_unknown_tables_columns_and_unnamed_results(lake: LakeSession) -> None:
     lake.sql("CREATE TABLE t (id BIGINT, name STRING)")
     with pytest.raises(LakeError, match="table nope does not exist"):
