@@ -152,6 +152,16 @@ def test_the_pipe_sensor_asks_for_one_run_per_batch_of_settled_files(
     assert dropped.skip_message == "pipe p was dropped"
 
 
+def run_event(instance: DagsterInstance, run_id: str, kind: DagsterEventType) -> None:
+    """What the run's own process reports when it starts or fails."""
+    instance.handle_new_event(
+        EventLogEntry(
+            error_info=None, level="DEBUG", user_message="", run_id=run_id,
+            timestamp=time.time(), dagster_event=DagsterEvent(kind.value, job_name="ingest_t_job"),
+        )
+    )  # fmt: skip
+
+
 def test_the_pipe_sensor_asks_for_no_second_run_while_one_has_not_started(
     home: Home, instance: DagsterInstance
 ) -> None:
@@ -165,14 +175,7 @@ def test_the_pipe_sensor_asks_for_no_second_run_while_one_has_not_started(
         "1 new files; the queued run of ingest_t_job loads them"
     )
     # A started run may have listed the volume before the file came: a new run is asked for.
-    instance.handle_new_event(
-        EventLogEntry(
-            error_info=None, level="DEBUG", user_message="", run_id=queued.run_id,
-            timestamp=time.time(), dagster_event=DagsterEvent(
-                DagsterEventType.RUN_START.value, job_name="ingest_t_job"
-            ),
-        )
-    )  # fmt: skip
+    run_event(instance, queued.run_id, DagsterEventType.RUN_START)
     assert instance.get_run_by_id(queued.run_id).status == DagsterRunStatus.STARTED
     assert run_key(tick(defs, instance)).startswith("p-")
 
@@ -187,14 +190,7 @@ def test_a_batch_whose_run_failed_is_asked_for_again_after_a_pause(
     assert first.run_requests[0].tags[BATCH_TAG] == key
     crashed = DagsterRun(job_name="ingest_t_job", run_id=str(uuid.uuid4()), tags={BATCH_TAG: key})
     instance.add_run(crashed.with_status(DagsterRunStatus.STARTED))
-    instance.handle_new_event(
-        EventLogEntry(
-            error_info=None, level="ERROR", user_message="", run_id=crashed.run_id,
-            timestamp=time.time(), dagster_event=DagsterEvent(
-                DagsterEventType.RUN_FAILURE.value, job_name="ingest_t_job"
-            ),
-        )
-    )  # fmt: skip
+    run_event(instance, crashed.run_id, DagsterEventType.RUN_FAILURE)
     assert instance.get_run_by_id(crashed.run_id).status == DagsterRunStatus.FAILURE
     waiting = tick(defs, instance)
     assert waiting.run_requests == []
