@@ -42,10 +42,10 @@ from resources.storage import FileInfo
 
 FILES_CHECK = "files_load"
 OBJECT_TAG = "lake/object"
-# A run in these states has not listed the volume yet: it will load the files that came since.
 BATCH_TAG = "lake/batch"
 RETRY_AFTER_SECONDS = 30
 _GAVE_UP = [DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED]
+# A run in these states has not listed the volume yet: it will load the files that came since.
 _NOT_YET_LISTED = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING]
 
 

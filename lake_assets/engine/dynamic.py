@@ -24,6 +24,7 @@ from sqlglot import exp
 from lake_assets.engine import failpoints, tables
 from lake_assets.engine.delta import (
     COMMIT_TAG_CONF,
+    Commit,
     history,
     quote_name,
     row_changes,
@@ -579,7 +580,7 @@ def _write_incremental(
     reads: list[SourceRead],
     dt_version: int,
     metadata: dict[str, Any],
-) -> Any:
+) -> Commit:
     metadata["mode"] = INCREMENTAL
     register_sources(spark, reads, changes=True)
     by_name = {read.name: read for read in reads}
@@ -615,7 +616,7 @@ def _write_full(
     reads: list[SourceRead],
     dt_version: int,
     metadata: dict[str, Any],
-) -> Any:
+) -> Commit:
     register_sources(spark, reads, changes=False)
     names = [c.name for c in entry.columns] + list(entry.hidden)
     frame = full_result(spark, plan, query, {read.name: read for read in reads}, names)
@@ -645,7 +646,7 @@ def _committing(
             spark.conf.unset(key)
 
 
-def _find_commit(spark: SparkSession, entry: DynamicTableEntry, metadata: dict[str, Any]) -> Any:
+def _find_commit(spark: SparkSession, entry: DynamicTableEntry, metadata: dict[str, Any]) -> Commit:
     for commit in history(spark, entry.location, _HISTORY_WINDOW):
         found = _refresh_metadata(commit.user_metadata)
         if found is not None and found["id"] == metadata["id"]:
@@ -663,7 +664,9 @@ def _refresh_metadata(user_metadata: str | None) -> dict[str, Any] | None:
     return json.loads(user_metadata)
 
 
-def _record_from_commit(name: str, commit: Any, metadata: dict[str, Any] | None) -> RefreshRecord:
+def _record_from_commit(
+    name: str, commit: Commit, metadata: dict[str, Any] | None
+) -> RefreshRecord:
     """The history row of a refresh commit, from what the commit itself carries."""
     metadata = metadata or _refresh_metadata(commit.user_metadata)
     assert metadata is not None
@@ -675,13 +678,9 @@ def _record_from_commit(name: str, commit: Any, metadata: dict[str, Any] | None)
     else:
         inserted, deleted = inserted + updated, deleted + updated
     end = commit.timestamp
-    end_text = end.isoformat(timespec="milliseconds") if isinstance(end, datetime) else str(end)
+    end_text = end.isoformat(timespec="milliseconds")
     started = datetime.fromisoformat(metadata["start"])
-    duration = (
-        (end.replace(tzinfo=started.tzinfo) - started).total_seconds()
-        if isinstance(end, datetime)
-        else 0.0
-    )
+    duration = (end.replace(tzinfo=started.tzinfo) - started).total_seconds()
     return RefreshRecord(
         metadata["id"], name, SUCCEED, metadata["mode"], metadata["trigger"], metadata["start"],
         end_text, max(duration, 0.0),
