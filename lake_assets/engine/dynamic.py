@@ -21,7 +21,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 from sqlglot import exp
 
-from lake_assets.engine import failpoints, tables
+from lake_assets.engine import failpoints, pruning, tables
 from lake_assets.engine.delta import (
     COMMIT_TAG_CONF,
     Commit,
@@ -73,6 +73,8 @@ TRIGGERS = (CREATION, MANUAL, SCHEDULED, UPSTREAM)
 _FEED_GONE = ("DELTA_MISSING_CHANGE_DATA", "DELTA_CHANGE_TABLE_FEED_DISABLED", "DELTA_CHANGE_DATA")
 _TXN_APP_CONF = "spark.databricks.delta.write.txnAppId"
 _TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
+# A refresh's MERGE source is a local checkpoint already: Delta need not materialize it again.
+_MERGE_SOURCE_CONF = "spark.databricks.delta.merge.materializeSource"
 # Delta refuses these characters in column names (without column mapping).
 _BAD_COLUMN_NAME = re.compile(r"[ ,;{}()\n\t=]")
 _HISTORY_WINDOW = 20
@@ -593,18 +595,14 @@ def _write_incremental(
         with _committing(spark, entry, dt_version, metadata):
             spark.sql(merge).collect()
         return _find_commit(spark, entry, metadata)
-    changes = result_changes(spark, plan.branches, by_name, visible).persist()
-    try:
-        merge = projection_merge(spark, entry.location, dt_version, changes, schema)
-        with _committing(spark, entry, dt_version, metadata):
-            if merge is not None:
-                spark.sql(merge).collect()
-            else:
-                gained_rows(changes, schema).write.format("delta").mode("append").save(
-                    entry.location
-                )
-    finally:
-        changes.unpersist()
+    # Computed once, here: the emptiness check, the pruning ranges and the MERGE source read it.
+    changes = result_changes(spark, plan.branches, by_name, visible).localCheckpoint()
+    merge = projection_merge(spark, entry.location, dt_version, changes, schema)
+    with _committing(spark, entry, dt_version, metadata):
+        if merge is not None:
+            spark.sql(merge).collect()
+        else:
+            gained_rows(changes, schema).write.format("delta").mode("append").save(entry.location)
     return _find_commit(spark, entry, metadata)
 
 
@@ -621,7 +619,9 @@ def _write_full(
     names = [c.name for c in entry.columns] + list(entry.hidden)
     frame = full_result(spark, plan, query, {read.name: read for read in reads}, names)
     with _committing(spark, entry, dt_version, metadata):
-        frame.write.format("delta").mode("overwrite").save(entry.location)
+        frame.write.format("delta").mode("overwrite").option(
+            "maxRecordsPerFile", pruning.ROWS_PER_FILE
+        ).save(entry.location)
     return _find_commit(spark, entry, metadata)
 
 
@@ -635,6 +635,7 @@ def _committing(
         COMMIT_TAG_CONF: json.dumps(metadata),
         _TXN_APP_CONF: f"lake-refresh-{Path(entry.location).name}",
         _TXN_VERSION_CONF: str(dt_version + 1),
+        _MERGE_SOURCE_CONF: "none",
     }
     for key, value in settings.items():
         spark.conf.set(key, value)

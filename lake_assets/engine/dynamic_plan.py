@@ -286,4 +286,7 @@ def restricted(plan: Plan, query: exp.Expression, keys_view: str) -> exp.Express
         for p, key in plan.keys
     ]
     inner = exp.select("1").from_(exp.to_table(keys_view).as_("__lake_r")).where(exp.and_(*matches))
+    # The groups to recompute are few: broadcast them rather than shuffle the sources.
+    broadcast = exp.Anonymous(this="BROADCAST", expressions=[exp.to_identifier("__lake_r")])
+    inner.set("hint", exp.Hint(expressions=[broadcast]))
     return select.where(exp.Exists(this=inner), copy=False)

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, DecimalType, DoubleType, FloatType, StructType
 from sqlglot import exp
 
+from lake_assets.engine import pruning
 from lake_assets.engine.delta import delta_ref, quote_name
 from lake_assets.engine.dynamic_plan import (
     AVG,
@@ -203,7 +204,10 @@ def projection_merge(
     lost = typed.filter(F.col(MULT) < 0)
     if lost.isEmpty():
         return None
+    where = pruning.ranges(lost, schema.fields)
     current = table_at(spark, location, version)
+    if where is not None:
+        current = current.where(where.sql())
     counts = (
         current.join(
             lost.select(*map(col, names)).alias("l"),
@@ -229,12 +233,13 @@ def projection_merge(
     re_added = _copies(kept.filter(F.col(MULT) > 0), F.col(MULT), names)
     added = _copies(typed.filter(F.col(MULT) > 0), F.col(MULT), names)
     inserts = re_added.unionAll(added).withColumn(OP, F.lit("I"))
-    removals.unionAll(inserts).createOrReplaceTempView(_MERGE_SOURCE)
+    removals.unionAll(inserts).localCheckpoint().createOrReplaceTempView(_MERGE_SOURCE)
     columns = ", ".join(map(quote_name, names))
     values = ", ".join(f"s.{quote_name(c)}" for c in names)
+    pruned = f"{where.sql('t')} AND " if where is not None else ""
     return (
         f"MERGE INTO {delta_ref(location)} AS t USING {_MERGE_SOURCE} AS s "
-        f"ON s.{OP} = 'D' AND {_null_safe('t', 's', names)} "
+        f"ON s.{OP} = 'D' AND {pruned}{_null_safe('t', 's', names)} "
         f"WHEN MATCHED THEN DELETE "
         f"WHEN NOT MATCHED AND s.{OP} = 'I' THEN INSERT ({columns}) VALUES ({values})"
     )
@@ -358,7 +363,7 @@ def aggregate_merge(
             lambda _, table: _view_or_self(reads, table, "new"),
         )
         parts.append(spark.sql(recomputed_sql).toDF(*columns).withColumn(OP, F.lit("U")))
-    reduce(DataFrame.unionAll, parts).createOrReplaceTempView(_MERGE_SOURCE)
+    reduce(DataFrame.unionAll, parts).localCheckpoint().createOrReplaceTempView(_MERGE_SOURCE)
     on = _null_safe("t", "s", key_names)
     assignments = ", ".join(f"t.{quote_name(c)} = s.{quote_name(c)}" for c in columns)
     names = ", ".join(map(quote_name, columns))
