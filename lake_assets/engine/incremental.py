@@ -356,14 +356,15 @@ def aggregate_merge(
         *[col(name).alias(k) for k, name in zip(keys, key_names, strict=True)]
     ).createOrReplaceTempView(_RECOMPUTE_KEYS)
     merge_columns = [*columns, OP]
-    parts = [removed.select(*merge_columns), folded.select(*merge_columns)]
+    source = removed.select(*merge_columns).unionAll(folded.select(*merge_columns))
     if _may_recompute(plan, argument_types) and not again.isEmpty():
         recomputed_sql = rewrite(
             restricted(plan, with_hidden(plan, query), _RECOMPUTE_KEYS),
             lambda _, table: _view_or_self(reads, table, "new"),
         )
-        parts.append(spark.sql(recomputed_sql).toDF(*columns).withColumn(OP, F.lit("U")))
-    reduce(DataFrame.unionAll, parts).localCheckpoint().createOrReplaceTempView(_MERGE_SOURCE)
+        recomputed = spark.sql(recomputed_sql).toDF(*columns).withColumn(OP, F.lit("U"))
+        source = source.unionAll(recomputed).localCheckpoint()
+    source.createOrReplaceTempView(_MERGE_SOURCE)
     on = _null_safe("t", "s", key_names)
     assignments = ", ".join(f"t.{quote_name(c)} = s.{quote_name(c)}" for c in columns)
     names = ", ".join(map(quote_name, columns))
