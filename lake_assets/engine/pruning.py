@@ -19,7 +19,7 @@ from pyspark.sql.types import DataType, DateType, DecimalType, IntegralType, Str
 from lake_assets.engine.delta import quote_name
 
 # At most this many ranges in the predicate.
-MAX_RANGES = 32
+_MAX_RANGES = 32
 # The changed values are first gathered into this many equal-width buckets (one Spark job).
 _BUCKETS = 1024
 # Rows per file of a FULL write: the unit a pruned MERGE reads and rewrites.
@@ -50,14 +50,14 @@ class Ranges:
         return f"({' OR '.join(parts)})" if parts else "FALSE"
 
 
-def prunable(field: StructField) -> bool:
+def _prunable(field: StructField) -> bool:
     """Columns whose ranges Delta's statistics can compare exactly."""
     return isinstance(field.dataType, IntegralType | DecimalType | DateType)
 
 
 def ranges(changed: DataFrame, fields: list[StructField]) -> Ranges | None:
     """Ranges of the first prunable column of `fields` holding every row of `changed`."""
-    field = next((f for f in fields if prunable(f)), None)
+    field = next((f for f in fields if _prunable(f)), None)
     if field is None:
         return None
     value = F.col(quote_name(field.name))
@@ -81,7 +81,7 @@ def ranges(changed: DataFrame, fields: list[StructField]) -> Ranges | None:
         key=lambda i: buckets[i][3] - buckets[i - 1][4],
         reverse=True,
     )
-    cuts = [*sorted(gaps[: MAX_RANGES - 1]), len(buckets)]
+    cuts = [*sorted(gaps[: _MAX_RANGES - 1]), len(buckets)]
     bounds, start = [], 0
     for cut in cuts:
         bounds.append((buckets[start][1], buckets[cut - 1][2]))
