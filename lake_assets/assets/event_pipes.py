@@ -18,6 +18,7 @@ from dagster import (
 from lake_assets.assets.pipes import (
     batch_request,
     ingest_run_config,
+    retry_wait,
     running_pipe,
     volume_observation,
 )
@@ -67,8 +68,9 @@ def event_pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> Sens
         request = batch_request(context.instance, pipe.name, seen.pending, config)
         if request is None:
             # The events are consumed: the next listing (BACKFILL_INTERVAL) finds these files.
-            skipped = f"{len(paths)} new files; a run of them failed, retrying soon"
-            return SensorResult(skip_reason=skipped, cursor=cursor, asset_events=observed)
+            return SensorResult(
+                skip_reason=retry_wait(len(paths)), cursor=cursor, asset_events=observed
+            )
         return SensorResult(run_requests=[request], cursor=cursor, asset_events=observed)
 
     return watch

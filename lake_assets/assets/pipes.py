@@ -168,6 +168,11 @@ def batch_key(pipe: str, files: list[FileInfo]) -> str:
     return f"{pipe}-{batch[:20]}"
 
 
+def retry_wait(files: int) -> str:
+    """The skip reason while a failed batch waits for its retry."""
+    return f"{files} new files; a run of them failed, retrying soon"
+
+
 def batch_request(
     instance: DagsterInstance,
     pipe: str,
@@ -217,7 +222,7 @@ def pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> SensorDefi
         request = batch_request(context.instance, pipe.name, pending)
         if request is None:
             return SensorResult(
-                skip_reason=f"{len(pending)} new files; a run of them failed, retrying soon",
+                skip_reason=retry_wait(len(pending)),
                 asset_events=[observation],
             )
         return SensorResult(run_requests=[request], asset_events=[observation])

@@ -47,7 +47,7 @@ class Ranges:
         ]
         if self.nulls:
             parts.append(f"{target} IS NULL")
-        return f"({' OR '.join(parts)})" if parts else "FALSE"
+        return f"({' OR '.join(parts)})"
 
 
 def _prunable(field: StructField) -> bool:
