@@ -16,9 +16,6 @@ COUNT_STAR, COUNT, COUNT_DISTINCT, SUM, AVG, MIN, MAX = (
     "COUNT(*)", "COUNT", "COUNT(DISTINCT)", "SUM", "AVG", "MIN", "MAX",
 )  # fmt: skip
 ROWS = "__lake_rows"
-# MIN and MAX keep this many of a group's best values, so a deleted extreme is replaced from
-# them instead of from a scan of the sources (until a group loses them all between refreshes).
-EXTREMES = 16
 
 _NON_DETERMINISTIC_NAMES = {
     "rand", "random", "randn", "uuid", "now", "current_timestamp", "current_date",
@@ -42,7 +39,7 @@ class Aggregate:
 
     @property
     def nn(self) -> str:
-        """Hidden column: how many non-NULL arguments the group has (SUM, AVG, MIN, MAX)."""
+        """Hidden column: how many non-NULL arguments the group has (SUM and AVG need it)."""
         return f"__lake_nn_{self.position}"
 
     @property
@@ -50,31 +47,14 @@ class Aggregate:
         """Hidden column: the group's SUM of the argument (AVG needs it)."""
         return f"__lake_sum_{self.position}"
 
-    @property
-    def extremes(self) -> str:
-        """Hidden column: the group's EXTREMES best values, best first (MIN and MAX)."""
-        return f"__lake_ext_{self.position}"
-
     def hidden(self) -> list[tuple[str, exp.Expression]]:
         """Hidden state columns with the aggregate that computes each in a full refresh."""
-        if self.kind not in (SUM, AVG, MIN, MAX) or self.argument is None:
-            return []
-        columns: list[tuple[str, exp.Expression]] = [
-            (self.nn, exp.Count(this=self.argument.copy()))
-        ]
-        if self.kind == AVG:
-            columns.append((self.sum, exp.Sum(this=self.argument.copy())))
-        if self.kind in (MIN, MAX):
-            best = exp.Anonymous(
-                this="MIN_BY" if self.kind == MIN else "MAX_BY",
-                expressions=[
-                    self.argument.copy(),
-                    self.argument.copy(),
-                    exp.Literal.number(EXTREMES),
-                ],
-            )
-            columns.append((self.extremes, best))
-        return columns
+        if self.kind in (SUM, AVG) and self.argument is not None:
+            columns = [(self.nn, exp.Count(this=self.argument.copy()))]
+            if self.kind == AVG:
+                columns.append((self.sum, exp.Sum(this=self.argument.copy())))
+            return columns
+        return []
 
 
 @dataclass(frozen=True)

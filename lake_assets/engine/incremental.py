@@ -4,7 +4,7 @@ Every source change becomes a signed bag of rows (+1 inserted, -1 deleted, nette
 change of a join of references R1…Rn is Σ_j new(R1…Rj-1) ⋈ ΔRj ⋈ old(Rj+1…Rn), so a projection,
 filter or inner join (and UNION ALL of those) yields the signed rows its result gains and loses.
 Aggregates fold those rows into their groups: COUNT, SUM and AVG from hidden state columns, MIN and
-MAX from a hidden list of each group's best values. A group whose list runs out (like any group
+MAX too unless a deleted value reached the old extreme, in which case the group (like any group
 of a COUNT(DISTINCT) or a floating-point SUM/AVG) is recomputed from the sources alone."""
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from lake_assets.engine.dynamic_plan import (
     COUNT,
     COUNT_DISTINCT,
     COUNT_STAR,
-    EXTREMES,
     MAX,
     MIN,
     ROWS,
@@ -182,44 +181,6 @@ def _may_recompute(plan: Plan, argument_types: dict[str, DataType]) -> bool:
     )
 
 
-def _fold_extremes(
-    kind: str,
-    listed: SparkColumn,
-    count: SparkColumn,
-    gained: SparkColumn,
-    lost: SparkColumn,
-    lost_count: SparkColumn,
-    list_type: DataType,
-) -> tuple[SparkColumn, SparkColumn]:
-    """A group's best EXTREMES values (best first) after it lost and gained the given values,
-    and whether the list ran out while the group still has values (then it is recomputed).
-
-    `listed` holds the group's best values, `count` how many non-NULL values it had; `gained`
-    and `lost` the best EXTREMES of each side of the change, `lost_count` how many were lost."""
-    empty = F.array().cast(list_type)
-    listed, gained, lost = (F.coalesce(c, empty) for c in (listed, gained, lost))
-
-    def better(x: SparkColumn, y: SparkColumn) -> SparkColumn:
-        return x < y if kind == MIN else x > y
-
-    # The i-th listed copy of a value stays when fewer than i copies of it were lost. Only the
-    # best EXTREMES lost values are known, and that is enough: had more been lost, every value
-    # at least as good as the worst known loss would be lost (the list holds ≤ EXTREMES).
-    left = F.filter(
-        listed,
-        lambda x, i: (
-            F.size(F.filter(F.slice(listed, 1, i + 1), lambda y: y == x))
-            > F.size(F.filter(lost, lambda y: y == x))
-        ),
-    )
-    # Complete: the list holds all the group's values, so any gained value may join it.
-    complete = F.size(left) == count - lost_count
-    worst_left = F.try_element_at(left, F.lit(-1))
-    joined = F.concat(left, F.filter(gained, lambda x: complete | ~better(worst_left, x)))
-    ordered = F.array_sort(joined) if kind == MIN else F.sort_array(joined, asc=False)
-    return F.slice(ordered, 1, EXTREMES), (F.size(left) == 0) & ~complete
-
-
 def _null_safe(left: str, right: str, columns: list[str]) -> str:
     return (
         " AND ".join(f"{left}.{quote_name(c)} <=> {right}.{quote_name(c)}" for c in columns)
@@ -323,15 +284,9 @@ def aggregate_merge(
         if a.kind in (SUM, AVG):
             measures.append(F.sum(value * m.cast("int")).alias(f"__d_sum{a.position}"))
         if a.kind in (MIN, MAX):
-            p = a.position
-            best = F.min_by if a.kind == MIN else F.max_by
-            for label, copies in (("in", m), ("out", -m)):
-                # Each changed row's copies, up to EXTREMES: no more of one value can matter.
-                repeated = F.array_repeat(value, F.least(copies, F.lit(EXTREMES)).cast("int"))
-                rows = best(F.when(copies > 0, repeated), F.when(copies > 0, value), EXTREMES)
-                measures.append(F.slice(F.flatten(rows), 1, EXTREMES).alias(f"__d_{label}{p}"))
-            lost = F.when(value.isNotNull() & (m < 0), -m).otherwise(0)
-            measures.append(F.sum(lost).alias(f"__d_lost{p}"))
+            pick = F.min if a.kind == MIN else F.max
+            measures.append(pick(F.when(m > 0, value)).alias(f"__d_in{a.position}"))
+            measures.append(pick(F.when(m < 0, value)).alias(f"__d_out{a.position}"))
     groups = delta.groupBy(*map(col, keys)).agg(*measures).alias("g")
     old = table_at(spark, location, version)
     old = old.select(*[col(c).alias(f"__o_{c}") for c in old.columns]).alias("o")
@@ -352,7 +307,7 @@ def aggregate_merge(
     recompute = F.lit(False)
     for a in plan.aggregates:
         name, p = visible[a.position], a.position
-        counted = o(a.nn) if a.kind in (SUM, AVG, MIN, MAX) else o(name)
+        counted = o(a.nn) if a.kind in (SUM, AVG) else o(name)
         nn = F.coalesce(counted, F.lit(0)) + F.coalesce(F.col(f"__d_nn{p}"), F.lit(0))
         exact = not isinstance(argument_types.get(argument_column(p)), DoubleType | FloatType)
         if a.kind == COUNT_STAR:
@@ -382,19 +337,11 @@ def aggregate_merge(
                 average = total.cast("double") / nn.cast("double")
             values[name] = F.when(nn > 0, average)
         else:
-            kept, exhausted = _fold_extremes(
-                a.kind,
-                o(a.extremes),
-                F.coalesce(o(a.nn), F.lit(0)),
-                F.col(f"__d_in{p}"),
-                F.col(f"__d_out{p}"),
-                F.col(f"__d_lost{p}"),
-                types[a.extremes],
-            )
-            recompute = recompute | exhausted
-            values[a.nn] = nn
-            values[a.extremes] = kept
-            values[name] = F.try_element_at(kept, F.lit(1))
+            gained, lost = F.col(f"__d_in{p}"), F.col(f"__d_out{p}")
+            extreme = F.least if a.kind == MIN else F.greatest
+            reached = lost <= o(name) if a.kind == MIN else lost >= o(name)
+            recompute = recompute | (lost.isNotNull() & F.coalesce(reached, F.lit(True)))
+            values[name] = extreme(o(name), gained)
     columns = [field.name for field in schema.fields]
     # Computed once, here: the checks and the MERGE below read this small result, not its plan.
     state = joined.select(

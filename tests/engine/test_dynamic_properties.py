@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
-from lake_assets.engine import dynamic, dynamic_plan, incremental
+from lake_assets.engine import dynamic
 from lake_assets.engine.session import LakeSession
 from resources.catalog import Catalog
 from resources.settings import LakeSettings
@@ -199,50 +199,6 @@ def test_group_by_with_every_aggregate_null_keys_and_decimals(spark, initial, st
             "COUNT(DISTINCT qty) AS dq, SUM(amount) AS s, AVG(amount) AS a, MIN(amount) AS mn, "
             "MAX(amount) AS mx, MAX(name) AS mxn, SUM(qty) AS sq, AVG(qty) AS aq, "
             "MIN(qty) AS mq, SUM(CAST(qty AS DOUBLE)) AS fq FROM src GROUP BY cat, name"
-        },
-        initial,
-        steps,
-    )
-
-
-# Group a's two best amounts and more are deleted in one refresh while 10.10 remains (MIN runs
-# out); then values come back into a group whose list holds all it has, and one into a fuller one.
-EXHAUSTED_EXAMPLE = (
-    (
-        [
-            ("a", Decimal("2.25"), 1, "x"),
-            ("a", Decimal("-1.50"), 0, "y"),
-            ("a", Decimal("10.10"), 5, "x"),
-            ("a", Decimal("0.00"), 1, None),
-            ("a", Decimal("2.25"), 5, "y"),
-            ("b", Decimal("0.00"), None, "x"),
-        ],
-        [],
-    ),
-    [
-        [("delete", (1, "a")), ("delete", (0, "a"))],
-        [
-            ("insert", [("a", Decimal("2.25"), 1, "x"), ("a", Decimal("-1.50"), 0, "y")]),
-            ("update", (2, Decimal("0.00"), 5)),
-        ],
-    ],
-)
-
-
-@SETTINGS
-@given(initial=INITIAL, steps=SRC_STEPS)
-@example(initial=SRC_EXAMPLE[0], steps=SRC_EXAMPLE[1])
-@example(initial=EXHAUSTED_EXAMPLE[0], steps=EXHAUSTED_EXAMPLE[1])
-def test_min_and_max_when_their_kept_best_values_run_out(spark, monkeypatch, initial, steps):
-    # Two kept values per group: deletes exhaust them (the group is recomputed), inserts refill
-    # them when they hold all the group's values or beat the worst kept one.
-    for module in (dynamic_plan, incremental):
-        monkeypatch.setattr(module, "EXTREMES", 2)
-    check_history(
-        spark,
-        {
-            "dt": "SELECT cat, COUNT(*) AS n, MIN(amount) AS mn, MAX(amount) AS mx, "
-            "MAX(name) AS mxn, MIN(qty) AS mq FROM src GROUP BY cat"
         },
         initial,
         steps,
