@@ -144,8 +144,10 @@ def row_changes(
     branches: tuple[exp.Select, ...],
     reads: dict[str, SourceRead],
     names: list[str],
+    clustered_by: tuple[str, ...] = (),
 ) -> DataFrame:
-    """The signed rows (`names` + MULT) the branches' result gains and loses, netted."""
+    """The signed rows (`names` + MULT) the branches' result gains and loses, netted; hash
+    partitioned by `clustered_by` when given, so that grouping by those needs no more shuffle."""
     parts: list[DataFrame] = []
     registered: set[str] = set()
     for branch in branches:
@@ -166,6 +168,8 @@ def row_changes(
                 frame = spark.sql(rewrite(branch, relation)).toDF(*names)
                 parts.append(frame.withColumn(MULT, F.lit(sign)))
     combined = reduce(DataFrame.unionAll, parts)
+    if clustered_by:
+        combined = combined.repartition(*map(col, clustered_by))
     return combined.groupBy(*map(col, names)).agg(F.sum(MULT).alias(MULT)).filter(F.col(MULT) != 0)
 
 
@@ -268,9 +272,10 @@ def aggregate_merge(
     input_names = [key_column(p) for p, _ in plan.keys] + [
         argument_column(a.position) for a in plan.aggregates if a.argument is not None
     ]
-    delta = row_changes(spark, (pre_aggregation(plan),), reads, input_names)
-    m = F.col(MULT)
     keys = [key_column(p) for p, _ in plan.keys]
+    # Netted and grouped after one shuffle: rows are netted within their group's partition.
+    delta = row_changes(spark, (pre_aggregation(plan),), reads, input_names, tuple(keys))
+    m = F.col(MULT)
     types = {field.name: field.dataType for field in schema.fields}
     argument_types = {f.name: f.dataType for f in delta.schema.fields}
     measures = [F.sum(m).alias("__d_rows")]
