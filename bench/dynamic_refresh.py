@@ -1,6 +1,6 @@
 """Dynamic table refresh cost vs the size of the change, in one process on one Spark session.
 
-    .venv/bin/python bench/dynamic_refresh.py --rows 40000000
+    .venv/bin/python -u bench/dynamic_refresh.py --rows 60000000
 
 A source of --rows orders over --groups groups, and a dimension of --groups rows. Two dynamic
 tables: a GROUP BY aggregate (COUNT/SUM/AVG/MIN/MAX) and a two-table join. The defaults make a
@@ -116,7 +116,7 @@ def merge_floor(spark: SparkSession, location: str) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=40_000_000)
+    parser.add_argument("--rows", type=int, default=60_000_000)
     parser.add_argument("--groups", type=int, default=10_000)
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="lake-bench-dt-"))

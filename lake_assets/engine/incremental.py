@@ -4,8 +4,9 @@ Every source change becomes a signed bag of rows (+1 inserted, -1 deleted, nette
 change of a join of references R1…Rn is Σ_j new(R1…Rj-1) ⋈ ΔRj ⋈ old(Rj+1…Rn), so a projection,
 filter or inner join (and UNION ALL of those) yields the signed rows its result gains and loses.
 Aggregates fold those rows into their groups: COUNT, SUM and AVG from hidden state columns, MIN and
-MAX too unless a deleted value reached the old extreme, in which case the group (like any group
-of a COUNT(DISTINCT) or a floating-point SUM/AVG) is recomputed from the sources alone."""
+MAX too unless a deleted value reached the old extreme and no added value reached it again, in
+which case the group (like any group of a COUNT(DISTINCT) or a floating-point SUM/AVG) is
+recomputed from the sources alone."""
 
 from __future__ import annotations
 
@@ -43,7 +44,8 @@ MULT = "__lake_mult"
 OP = "__lake_op"
 _CDF_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 _MERGE_SOURCE = "__lake_merge"
-_RECOMPUTE_KEYS = "__lake_recompute"
+# The keys of the groups the last aggregate refresh recomputed from its sources.
+RECOMPUTE_KEYS = "__lake_recompute"
 
 
 @dataclass(frozen=True)
@@ -345,7 +347,13 @@ def aggregate_merge(
             gained, lost = F.col(f"__d_in{p}"), F.col(f"__d_out{p}")
             extreme = F.least if a.kind == MIN else F.greatest
             reached = lost <= o(name) if a.kind == MIN else lost >= o(name)
-            recompute = recompute | (lost.isNotNull() & F.coalesce(reached, F.lit(True)))
+            # A gained value at or past the old extreme is the new extreme, whatever was lost.
+            regained = gained <= o(name) if a.kind == MIN else gained >= o(name)
+            recompute = recompute | (
+                lost.isNotNull()
+                & F.coalesce(reached, F.lit(True))
+                & ~F.coalesce(regained, F.lit(False))
+            )
             values[name] = extreme(o(name), gained)
     columns = [field.name for field in schema.fields]
     # Computed once, here: the checks and the MERGE below read this small result, not its plan.
@@ -359,12 +367,12 @@ def aggregate_merge(
     again = state.filter((F.col(ROWS) > 0) & F.col("__recompute"))
     again.select(
         *[col(name).alias(k) for k, name in zip(keys, key_names, strict=True)]
-    ).createOrReplaceTempView(_RECOMPUTE_KEYS)
+    ).createOrReplaceTempView(RECOMPUTE_KEYS)
     merge_columns = [*columns, OP]
     source = removed.select(*merge_columns).unionAll(folded.select(*merge_columns))
     if _may_recompute(plan, argument_types) and not again.isEmpty():
         recomputed_sql = rewrite(
-            restricted(plan, with_hidden(plan, query), _RECOMPUTE_KEYS),
+            restricted(plan, with_hidden(plan, query), RECOMPUTE_KEYS),
             lambda _, table: _view_or_self(reads, table, "new"),
         )
         recomputed = spark.sql(recomputed_sql).toDF(*columns).withColumn(OP, F.lit("U"))

@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 from pyspark.sql import SparkSession
 
-from lake_assets.engine import dynamic, failpoints
+from lake_assets.engine import dynamic, failpoints, incremental
 from lake_assets.engine.delta import history
 from lake_assets.engine.session import LakeSession
 from resources.errors import LakeError
@@ -95,6 +95,28 @@ def test_seed_flow_creates_fills_and_refreshes_incrementally(seeded: LakeSession
         "FULL", "CREATION", "initial refresh",
     )  # fmt: skip
     assert creation["source_tables"] == "sales_ods@2"  # after change tracking was turned on
+
+
+def test_an_extreme_overtaken_by_a_gained_value_is_folded_not_recomputed(
+    spark: SparkSession, seeded: LakeSession
+) -> None:
+    """Moving the rows that hold a group's MIN and MAX outwards needs no scan of the source."""
+    seeded.sql(
+        "UPDATE sales_ods SET dt = '2026-06-09' WHERE id = 2;"
+        "UPDATE sales_ods SET dt = '2026-05-30' WHERE id = 1;"
+        "UPDATE sales_ods SET dt = '2026-06-03' WHERE id = 3"
+    )
+    (refresh,) = seeded.sql("REFRESH DYNAMIC TABLE sales_summary")
+    assert refresh.message.startswith("REFRESH INCREMENTAL")
+    assert rows(seeded, "SELECT category, min_date, max_date FROM sales_summary "
+                "ORDER BY category") == [
+        ("Books", "2026-06-01", "2026-06-01"),
+        ("Electronics", "2026-05-30", "2026-06-09"),
+        ("Sports", "2026-06-01", "2026-06-03"),
+    ]  # fmt: skip
+    # Sports lost its MIN (ids 3 and 4 held it) and gained no lower value: only it is rescanned.
+    recomputed = spark.table(incremental.RECOMPUTE_KEYS).collect()
+    assert [tuple(row) for row in recomputed] == [("Sports",)]
 
 
 def test_hidden_state_columns_are_not_shown(seeded: LakeSession) -> None:
