@@ -44,6 +44,9 @@ MULT = "__lake_mult"
 OP = "__lake_op"
 _CDF_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 _MERGE_SOURCE = "__lake_merge"
+# Lost rows up to this many values are broadcast to the read counting their copies, instead of
+# shuffling the (pruned) table: about 20 MB. Incremental plans are static (no adaptive execution).
+_BROADCAST_CELLS = 2_000_000
 # The keys of the groups the last aggregate refresh recomputed from its sources.
 RECOMPUTE_KEYS = "__lake_recompute"
 
@@ -208,15 +211,19 @@ def projection_merge(
         *[col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields], F.col(MULT)
     )
     lost = typed.filter(F.col(MULT) < 0)
-    if lost.isEmpty():
+    lost_rows = lost.count()
+    if lost_rows == 0:
         return None
+    wanted = lost.select(*map(col, names))
+    if lost_rows * len(names) <= _BROADCAST_CELLS:
+        wanted = F.broadcast(wanted)
     where = pruning.ranges(lost, schema.fields)
     current = table_at(spark, location, version)
     if where is not None:
         current = current.where(where.sql())
     counts = (
         current.join(
-            lost.select(*map(col, names)).alias("l"),
+            wanted.alias("l"),
             on=[current[quote_name(c)].eqNullSafe(F.col(f"l.{quote_name(c)}")) for c in names],
             how="left_semi",
         )
