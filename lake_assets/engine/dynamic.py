@@ -543,7 +543,8 @@ def _refresh(
     commit = None
     if reason is None:
         try:
-            commit = _write_incremental(spark, entry, plan, query, reads, dt_version, metadata)
+            with _session_conf(spark, _INCREMENTAL_CONF):
+                commit = _write_incremental(spark, entry, plan, query, reads, dt_version, metadata)
         except Exception as error:
             if not any(condition in str(error) for condition in _FEED_GONE):
                 raise
@@ -587,19 +588,6 @@ def _write_incremental(
     metadata: dict[str, Any],
 ) -> Commit:
     metadata["mode"] = INCREMENTAL
-    with _session_conf(spark, _INCREMENTAL_CONF):
-        return _apply_changes(spark, entry, plan, query, reads, dt_version, metadata)
-
-
-def _apply_changes(
-    spark: SparkSession,
-    entry: DynamicTableEntry,
-    plan: Plan,
-    query: exp.Expression,
-    reads: list[SourceRead],
-    dt_version: int,
-    metadata: dict[str, Any],
-) -> Commit:
     register_sources(spark, reads, changes=True)
     by_name = {read.name: read for read in reads}
     schema = table_at(spark, entry.location, dt_version).schema
