@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
 import sys
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from resources.settings import LakeSettings
 
 _LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 DEFAULT_CONNECT_PORT = 15002
+_LOCAL_MASTER = re.compile(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?")
 
 
 def spark_conf(settings: LakeSettings) -> dict[str, str]:
@@ -36,7 +38,6 @@ def spark_conf(settings: LakeSettings) -> dict[str, str]:
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.shuffle.partitions": "4",
-        "spark.default.parallelism": "4",
         "spark.databricks.delta.snapshotPartitions": "2",
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.memory": "2g",
@@ -47,8 +48,22 @@ def spark_conf(settings: LakeSettings) -> dict[str, str]:
             f"-Dlog4j2.configurationFile={_LOG4J_CONFIG} -Dlake.log.dir={settings.log_dir}"
         ),
     }
+    cores = local_cores(settings.spark_master)
+    if cores is not None:
+        # Spark's own default for a local master, set so that SQL code can read it: incremental
+        # refreshes plan one shuffle partition per core.
+        conf["spark.default.parallelism"] = str(cores)
     conf.update(settings.spark_conf)
     return conf
+
+
+def local_cores(master: str) -> int | None:
+    """The task slots of a local master (`local`, `local[N]`, `local[*]`); None for a cluster."""
+    match = _LOCAL_MASTER.fullmatch(master.strip())
+    if match is None:
+        return None
+    slots = match.group(1) or "1"
+    return (os.cpu_count() or 1) if slots == "*" else int(slots)
 
 
 def with_delta_jars(config: dict[str, str], jars_dir: Path) -> dict[str, str]:

@@ -75,9 +75,6 @@ _TXN_APP_CONF = "spark.databricks.delta.write.txnAppId"
 _TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
 # A refresh's MERGE source is a local checkpoint already: Delta need not materialize it again.
 _MERGE_SOURCE_CONF = "spark.databricks.delta.merge.materializeSource"
-# An incremental refresh's plans are small: without adaptive execution's per-stage jobs and
-# re-planning, refreshes after a 3-row change on 1M rows took 6-24 % less time (noisy runs).
-_INCREMENTAL_CONF = {"spark.sql.adaptive.enabled": "false"}
 # Delta refuses these characters in column names (without column mapping).
 _BAD_COLUMN_NAME = re.compile(r"[ ,;{}()\n\t=]")
 _HISTORY_WINDOW = 20
@@ -543,7 +540,7 @@ def _refresh(
     commit = None
     if reason is None:
         try:
-            with _session_conf(spark, _INCREMENTAL_CONF):
+            with _session_conf(spark, _incremental_conf(spark)):
                 commit = _write_incremental(spark, entry, plan, query, reads, dt_version, metadata)
         except Exception as error:
             if not any(condition in str(error) for condition in _FEED_GONE):
@@ -644,6 +641,16 @@ def _committing(
     with _session_conf(spark, settings):
         failpoints.reached(failpoints.REFRESH_BEFORE_COMMIT)
         yield
+
+
+def _incremental_conf(spark: SparkSession) -> dict[str, str]:
+    """An incremental refresh's plans are small: static plans (no per-stage jobs and re-planning)
+    and one shuffle partition per core at most (one wave of tasks, fewer files to rewrite).
+    Each took 6-24 % and about 10 % off refreshes after 3-row changes on 1M rows (noisy runs)."""
+    configured = spark.conf.get("spark.sql.shuffle.partitions")
+    cores = spark.conf.get("spark.default.parallelism", configured)
+    partitions = min(int(configured), int(cores))
+    return {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(partitions)}
 
 
 @contextmanager

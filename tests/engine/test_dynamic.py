@@ -149,6 +149,28 @@ def test_a_refresh_is_one_commit_carrying_the_versions_it_read(
     assert commit.operation == "MERGE"
 
 
+def test_an_incremental_refresh_writes_one_file_per_core_and_restores_the_session(
+    spark: SparkSession, seeded: LakeSession
+) -> None:
+    """Its plans run one wave of tasks; the settings it changes for that are put back after."""
+    keys = ("spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions")
+    before = {key: spark.conf.get(key) for key in keys}
+    seeded.sql(
+        "UPDATE sales_ods SET amount = amount + 1;"
+        "INSERT INTO sales_ods SELECT id, 'Pen', CONCAT('Office ', id), 2.50, '2026-06-02' "
+        "FROM range(10, 30)"
+    )
+    outcome = dynamic.refresh(spark, seeded.catalog, "sales_summary")
+    assert outcome.mode == "INCREMENTAL"
+    commit = history(spark, seeded.catalog.dynamic_table("sales_summary").location, 1)[0]
+    metrics = commit.operation_metrics
+    assert (metrics["numTargetRowsUpdated"], metrics["numTargetRowsInserted"]) == ("3", "20")
+    cores = int(spark.conf.get("spark.default.parallelism"))
+    partitions = min(cores, int(before["spark.sql.shuffle.partitions"]))
+    assert int(metrics["numTargetFilesAdded"]) <= partitions
+    assert {key: spark.conf.get(key) for key in keys} == before
+
+
 def test_unsupported_shapes_refresh_full_with_the_reason(seeded: LakeSession) -> None:
     seeded.sql(
         "CREATE DYNAMIC TABLE ranked AS SELECT id, "
