@@ -1,6 +1,6 @@
 """Dynamic table refresh cost vs the size of the change, in one process on one Spark session.
 
-    .venv/bin/python -u bench/dynamic_refresh.py --rows 80000000
+    .venv/bin/python -u bench/dynamic_refresh.py --rows 120000000
 
 A source of --rows orders over --groups groups, and a dimension of --groups rows. Two dynamic
 tables: a GROUP BY aggregate (COUNT/SUM/AVG/MIN/MAX) and a two-table join. The defaults make a
@@ -226,7 +226,7 @@ def plain_refresh(
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=80_000_000)
+    parser.add_argument("--rows", type=int, default=120_000_000)
     parser.add_argument("--groups", type=int, default=10_000)
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="lake-bench-dt-"))
