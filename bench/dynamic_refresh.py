@@ -30,9 +30,10 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lake_assets.engine.delta import history
-from lake_assets.engine.dynamic import refresh
+from lake_assets.engine.delta import MATERIALIZE_SOURCE_CONF, history, session_conf
+from lake_assets.engine.dynamic import incremental_conf, refresh
 from lake_assets.engine.incremental import RECOMPUTE_KEYS
+from lake_assets.engine.pruning import ROWS_PER_FILE
 from lake_assets.engine.session import LakeSession
 from resources.catalog import Catalog
 from resources.settings import LakeSettings
@@ -127,21 +128,20 @@ def merge_floor(spark: SparkSession, location: str) -> float:
     spark.range(10_000).selectExpr("id AS grp", "id AS total").write.format("delta").options(
         **{"delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": "false"}
     ).save(location)
-    spark.conf.set("spark.databricks.delta.merge.materializeSource", "none")
-    timings = []
-    for round_ in range(3):
-        changed = spark.range(round_ * 100, round_ * 100 + 100).selectExpr(
-            "id * 97 % 20000 AS grp", "id AS total"
-        )
-        changed.localCheckpoint().createOrReplaceTempView("bench_changed")
-        started = time.perf_counter()
-        spark.sql(
-            f"MERGE INTO delta.`{location}` t USING bench_changed s ON t.grp = s.grp "
-            "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
-        ).collect()
-        timings.append(time.perf_counter() - started)
-    spark.conf.unset("spark.databricks.delta.merge.materializeSource")
-    return min(timings)
+    with session_conf(spark, {MATERIALIZE_SOURCE_CONF: "none"}):
+        timings = []
+        for round_ in range(3):
+            changed = spark.range(round_ * 100, round_ * 100 + 100).selectExpr(
+                "id * 97 % 20000 AS grp", "id AS total"
+            )
+            changed.localCheckpoint().createOrReplaceTempView("bench_changed")
+            started = time.perf_counter()
+            spark.sql(
+                f"MERGE INTO delta.`{location}` t USING bench_changed s ON t.grp = s.grp "
+                "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+            ).collect()
+            timings.append(time.perf_counter() - started)
+        return min(timings)
 
 
 def plain_copies(spark: SparkSession, root: Path, queries: dict[str, str]) -> dict[str, str]:
@@ -153,7 +153,7 @@ def plain_copies(spark: SparkSession, root: Path, queries: dict[str, str]) -> di
         vectors = "false" if name == "summary" else "true"
         spark.sql(query).write.format("delta").options(
             **{"delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": vectors}
-        ).option("maxRecordsPerFile", 500_000).save(location)
+        ).option("maxRecordsPerFile", ROWS_PER_FILE).save(location)
         locations[name] = location
     return locations
 
@@ -173,55 +173,44 @@ def plain_refresh(
     ranges that lost rows are given, and a deleted MIN or MAX is left in place (so the summary
     copy is not exact). Same session settings as an incremental refresh (static plans, one
     partition per core). A lower bound for a refresh, not one."""
-    settings = {
-        "spark.sql.adaptive.enabled": "false",
-        "spark.sql.shuffle.partitions": spark.conf.get("spark.default.parallelism", "2"),
-        "spark.databricks.delta.merge.materializeSource": "none",
-    }
-    before = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    started = time.perf_counter()
-    spark.read.format("delta").option("readChangeFeed", "true").option(
-        "startingVersion", first
-    ).option("endingVersion", last).load(orders).selectExpr(
-        "id", "grp", "amount",
-        "IF(_change_type IN ('insert', 'update_postimage'), 1, -1) AS s",
-    ).createOrReplaceTempView("bench_feed")  # fmt: skip
-    if name == "summary":
-        source = spark.sql(
-            "SELECT grp, SUM(s) AS n, SUM(amount * s) AS d, MIN(IF(s > 0, amount, NULL)) AS low, "
-            "MAX(IF(s > 0, amount, NULL)) AS high FROM bench_feed GROUP BY grp"
-        )
-        merge = (
-            "ON t.grp = c.grp WHEN MATCHED AND t.orders + c.n = 0 THEN DELETE "
-            "WHEN MATCHED THEN UPDATE SET orders = t.orders + c.n, total = t.total + c.d, "
-            "average = (t.total + c.d) / (t.orders + c.n), "
-            "lowest = least(t.lowest, c.low), highest = greatest(t.highest, c.high) "
-            "WHEN NOT MATCHED THEN INSERT (grp, orders, total, average, lowest, highest) "
-            "VALUES (c.grp, c.n, c.d, c.d / c.n, c.low, c.high)"
-        )
-    else:
-        source = spark.sql(
-            "SELECT f.id, 'D' AS op, NULL AS amount, NULL AS region FROM bench_feed f "
-            "WHERE f.s < 0 UNION ALL SELECT /*+ BROADCAST(c) */ f.id, 'I', f.amount, c.region "
-            "FROM bench_feed f JOIN customers c ON f.grp = c.grp WHERE f.s > 0"
-        )
-        pruned = " OR ".join(f"t.id BETWEEN {low} AND {high}" for low, high in lost)
-        merge = (
-            f"ON c.op = 'D' AND ({pruned}) AND t.id = c.id WHEN MATCHED THEN DELETE "
-            "WHEN NOT MATCHED AND c.op = 'I' THEN INSERT (id, amount, region) "
-            "VALUES (c.id, c.amount, c.region)"
-        )
-    source.localCheckpoint().createOrReplaceTempView("bench_change")
-    spark.sql(f"MERGE INTO delta.`{target}` t USING bench_change c {merge}").collect()
-    elapsed = time.perf_counter() - started
-    for key, value in before.items():
-        if value is None:
-            spark.conf.unset(key)
+    settings = {**incremental_conf(spark), MATERIALIZE_SOURCE_CONF: "none"}
+    with session_conf(spark, settings):
+        started = time.perf_counter()
+        spark.read.format("delta").option("readChangeFeed", "true").option(
+            "startingVersion", first
+        ).option("endingVersion", last).load(orders).selectExpr(
+            "id", "grp", "amount",
+            "IF(_change_type IN ('insert', 'update_postimage'), 1, -1) AS s",
+        ).createOrReplaceTempView("bench_feed")  # fmt: skip
+        if name == "summary":
+            source = spark.sql(
+                "SELECT grp, SUM(s) AS n, SUM(amount * s) AS d, "
+                "MIN(IF(s > 0, amount, NULL)) AS low, MAX(IF(s > 0, amount, NULL)) AS high "
+                "FROM bench_feed GROUP BY grp"
+            )
+            merge = (
+                "ON t.grp = c.grp WHEN MATCHED AND t.orders + c.n = 0 THEN DELETE "
+                "WHEN MATCHED THEN UPDATE SET orders = t.orders + c.n, total = t.total + c.d, "
+                "average = (t.total + c.d) / (t.orders + c.n), "
+                "lowest = least(t.lowest, c.low), highest = greatest(t.highest, c.high) "
+                "WHEN NOT MATCHED THEN INSERT (grp, orders, total, average, lowest, highest) "
+                "VALUES (c.grp, c.n, c.d, c.d / c.n, c.low, c.high)"
+            )
         else:
-            spark.conf.set(key, value)
-    return elapsed
+            source = spark.sql(
+                "SELECT f.id, 'D' AS op, NULL AS amount, NULL AS region FROM bench_feed f "
+                "WHERE f.s < 0 UNION ALL SELECT /*+ BROADCAST(c) */ f.id, 'I', f.amount, c.region "
+                "FROM bench_feed f JOIN customers c ON f.grp = c.grp WHERE f.s > 0"
+            )
+            pruned = " OR ".join(f"t.id BETWEEN {low} AND {high}" for low, high in lost)
+            merge = (
+                f"ON c.op = 'D' AND ({pruned}) AND t.id = c.id WHEN MATCHED THEN DELETE "
+                "WHEN NOT MATCHED AND c.op = 'I' THEN INSERT (id, amount, region) "
+                "VALUES (c.id, c.amount, c.region)"
+            )
+        source.localCheckpoint().createOrReplaceTempView("bench_change")
+        spark.sql(f"MERGE INTO delta.`{target}` t USING bench_change c {merge}").collect()
+        return time.perf_counter() - started
 
 
 def main() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -12,6 +14,8 @@ from typing import Any, NamedTuple
 from pyspark.sql import SparkSession
 
 COMMIT_TAG_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+# "none": a MERGE reads its source as given (a refresh checkpoints its source itself).
+MATERIALIZE_SOURCE_CONF = "spark.databricks.delta.merge.materializeSource"
 
 _COMMIT_FILE = re.compile(r"\d{20}\.json")
 
@@ -34,6 +38,22 @@ _ROW_METRICS = {
     "DELETE": (None, None, "numDeletedRows"),
     "MERGE": ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted"),
 }
+
+
+@contextmanager
+def session_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """Session settings for the work inside only: the values before are put back after."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def delta_ref(location: str) -> str:

@@ -6,7 +6,13 @@ import uuid
 
 from pyspark.sql import SparkSession
 
-from lake_assets.engine.delta import COMMIT_TAG_CONF, history, row_changes, row_count
+from lake_assets.engine.delta import (
+    COMMIT_TAG_CONF,
+    history,
+    row_changes,
+    row_count,
+    session_conf,
+)
 from lake_assets.engine.results import Result
 from lake_assets.sql.statements import Dml
 from resources.catalog import Catalog, TableEntry
@@ -19,11 +25,8 @@ def run_dml(spark: SparkSession, catalog: Catalog, stmt: Dml, bound_sql: str) ->
     """Run a bound DML statement and record the table's new version and row count."""
     target = catalog.table(stmt.target)
     tag = f"lake-statement-{uuid.uuid4().hex}"
-    spark.conf.set(COMMIT_TAG_CONF, tag)
-    try:
+    with session_conf(spark, {COMMIT_TAG_CONF: tag}):
         spark.sql(bound_sql).collect()
-    finally:
-        spark.conf.unset(COMMIT_TAG_CONF)
     commit = next(
         (c for c in history(spark, target.location, _HISTORY_WINDOW) if c.user_metadata == tag),
         None,

@@ -1,13 +1,15 @@
-"""The transaction-log history reader against Delta's own DESCRIBE HISTORY."""
+"""The transaction-log history reader against Delta's own DESCRIBE HISTORY, and session settings
+scoped to a block."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 
-from lake_assets.engine.delta import delta_ref, history
+from lake_assets.engine.delta import delta_ref, history, session_conf
 
 
 def test_the_log_reader_shows_what_describe_history_shows(
@@ -35,3 +37,23 @@ def test_the_log_reader_shows_what_describe_history_shows(
         assert abs(mine.timestamp - theirs["timestamp"]) < timedelta(seconds=2)
     assert from_log[2].user_metadata == '{"tag": 1}'
     assert history(spark, location, 2) == from_log[:2]
+
+
+def test_session_settings_are_put_back_as_they_were_even_after_an_error(
+    spark: SparkSession,
+) -> None:
+    partitions = spark.conf.get("spark.sql.shuffle.partitions")
+    unset = "spark.lake.test.unset"
+    seen: list[str | None] = []
+
+    def fail_inside() -> None:
+        with session_conf(spark, {"spark.sql.shuffle.partitions": "1", unset: "x"}):
+            seen.extend([spark.conf.get("spark.sql.shuffle.partitions"), spark.conf.get(unset)])
+            raise RuntimeError("inside")
+
+    with pytest.raises(RuntimeError, match="inside"):
+        fail_inside()
+
+    assert seen == ["1", "x"]
+    assert spark.conf.get("spark.sql.shuffle.partitions") == partitions
+    assert spark.conf.get(unset, None) is None
