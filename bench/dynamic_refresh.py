@@ -30,7 +30,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lake_assets.engine.delta import MATERIALIZE_SOURCE_CONF, history, session_conf
+from lake_assets.engine.delta import MATERIALIZE_SOURCE_CONF, delta_ref, history, session_conf
 from lake_assets.engine.dynamic import incremental_conf, refresh
 from lake_assets.engine.incremental import RECOMPUTE_KEYS
 from lake_assets.engine.pruning import ROWS_PER_FILE
@@ -137,23 +137,31 @@ def merge_floor(spark: SparkSession, location: str) -> float:
             changed.localCheckpoint().createOrReplaceTempView("bench_changed")
             started = time.perf_counter()
             spark.sql(
-                f"MERGE INTO delta.`{location}` t USING bench_changed s ON t.grp = s.grp "
+                f"MERGE INTO {delta_ref(location)} t USING bench_changed s ON t.grp = s.grp "
                 "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
             ).collect()
             timings.append(time.perf_counter() - started)
         return min(timings)
 
 
-def plain_copies(spark: SparkSession, root: Path, queries: dict[str, str]) -> dict[str, str]:
-    """Both results written by plain Spark, with the table properties the dynamic tables have:
-    the targets of `plain_refresh`."""
+def plain_copies(
+    spark: SparkSession, catalog: Catalog, root: Path, queries: dict[str, str]
+) -> dict[str, str]:
+    """Both results written by plain Spark, with the change feed and deletion vector settings of
+    the dynamic tables they copy: the targets of `plain_refresh`."""
+    kept = ("delta.enableChangeDataFeed", "delta.enableDeletionVectors")
     locations = {}
     for name, query in queries.items():
+        source = delta_ref(catalog.dynamic_table(name).location)
+        properties = {
+            row.key: row.value
+            for row in spark.sql(f"SHOW TBLPROPERTIES {source}").collect()
+            if row.key in kept
+        }
         location = str(root / f"plain_{name}")
-        vectors = "false" if name == "summary" else "true"
-        spark.sql(query).write.format("delta").options(
-            **{"delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": vectors}
-        ).option("maxRecordsPerFile", ROWS_PER_FILE).save(location)
+        spark.sql(query).write.format("delta").options(**properties).option(
+            "maxRecordsPerFile", ROWS_PER_FILE
+        ).save(location)
         locations[name] = location
     return locations
 
@@ -209,7 +217,7 @@ def plain_refresh(
                 "VALUES (c.id, c.amount, c.region)"
             )
         source.localCheckpoint().createOrReplaceTempView("bench_change")
-        spark.sql(f"MERGE INTO delta.`{target}` t USING bench_change c {merge}").collect()
+        spark.sql(f"MERGE INTO {delta_ref(target)} t USING bench_change c {merge}").collect()
         return time.perf_counter() - started
 
 
@@ -238,7 +246,7 @@ def main() -> None:
             print(f"{name}: created (initial FULL) in {time.perf_counter() - started:.1f} s")
         for table in catalog.tables():
             spark.read.format("delta").load(table.location).createOrReplaceTempView(table.name)
-        plain = plain_copies(spark, root, shapes)
+        plain = plain_copies(spark, catalog, root, shapes)
 
         print(f"\n{'change':>8} {'table':>9} {'incremental s':>14} {'full s':>8} "
               f"{'ratio':>6} {'equal':>6} {'rescanned groups':>17} "

@@ -26,6 +26,7 @@ from lake_assets.engine.delta import (
     COMMIT_TAG_CONF,
     MATERIALIZE_SOURCE_CONF,
     Commit,
+    delta_ref,
     history,
     quote_name,
     row_changes,
@@ -190,7 +191,7 @@ def create_dynamic_table(
     # every file is touched anyway, where rewriting measured faster.
     vectors = "false" if plan.shape == AGGREGATE else "true"
     spark.sql(
-        f"CREATE TABLE delta.`{location}` ({', '.join(definitions)}) USING delta{comment} "
+        f"CREATE TABLE {delta_ref(location)} ({', '.join(definitions)}) USING delta{comment} "
         "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true', "
         f"'delta.enableDeletionVectors' = '{vectors}')"
     )
