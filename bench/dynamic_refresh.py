@@ -30,13 +30,13 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lake_assets.engine.delta import MATERIALIZE_SOURCE_CONF, delta_ref, history, session_conf
-from lake_assets.engine.dynamic import incremental_conf, refresh
-from lake_assets.engine.incremental import RECOMPUTE_KEYS
-from lake_assets.engine.pruning import ROWS_PER_FILE
-from lake_assets.engine.session import LakeSession
-from resources.catalog import Catalog
-from resources.settings import LakeSettings
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.delta import MATERIALIZE_SOURCE_CONF, delta_ref, history, session_conf
+from lake_assets.core.settings import LakeSettings
+from lake_assets.dynamic_tables.incremental import RECOMPUTE_KEYS
+from lake_assets.dynamic_tables.pruning import ROWS_PER_FILE
+from lake_assets.dynamic_tables.refresh import incremental_conf, refresh
+from lake_assets.session import LakeSession
 from resources.spark import DeltaSparkResource
 
 AGGREGATE = (

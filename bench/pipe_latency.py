@@ -29,10 +29,10 @@ from pathlib import Path
 
 from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
 
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.settings import LakeSettings
 from lake_assets.daemon import spawn_daemon
-from lake_assets.engine.session import LakeSession
-from resources.catalog import Catalog
-from resources.settings import LakeSettings
+from lake_assets.session import LakeSession
 from resources.spark import DeltaSparkResource
 from resources.spark_server import free_port, server_url, spawn_server, stop
 

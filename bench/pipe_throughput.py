@@ -13,9 +13,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from lake_assets.engine.session import LakeSession
-from resources.catalog import Catalog
-from resources.settings import LakeSettings
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.settings import LakeSettings
+from lake_assets.session import LakeSession
 from resources.spark import DeltaSparkResource
 
 COLUMNS = "id BIGINT, product STRING, category STRING, amount DECIMAL(10,2), dt STRING"

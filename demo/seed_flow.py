@@ -14,11 +14,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.settings import LakeSettings
 from lake_assets.daemon import spawn_daemon
-from lake_assets.engine.session import LakeSession
 from lake_assets.output import write_result
-from resources.catalog import Catalog
-from resources.settings import LakeSettings
+from lake_assets.session import LakeSession
 from resources.spark import DEFAULT_CONNECT_PORT, DeltaSparkResource, remote_address
 from resources.spark_server import server_url, spawn_server, stop
 

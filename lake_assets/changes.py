@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from dagster import AssetMaterialization, DagsterInstance, MetadataValue
 
-from resources.catalog import Catalog
+from lake_assets.core.catalog import Catalog
 
 
 def dagster_reporter(catalog: Catalog) -> Callable[[str], None] | None:

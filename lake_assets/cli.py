@@ -9,13 +9,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lake_assets.changes import dagster_reporter
-from lake_assets.engine.session import LakeSession
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.errors import LakeError
+from lake_assets.core.settings import LakeSettings
 from lake_assets.output import FORMATS, write_result
-from lake_assets.sql.parser import StatementError
-from resources.catalog import Catalog
-from resources.errors import LakeError
+from lake_assets.session import LakeSession
+from lake_assets.sql.grammar import StatementError
 from resources.jvm import check_java, fetch_delta_jars
-from resources.settings import LakeSettings
 from resources.spark import DeltaSparkResource
 from resources.spark_server import serve, server_port
 

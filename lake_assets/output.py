@@ -10,7 +10,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, TextIO
 
-from lake_assets.engine.results import Result
+from lake_assets.core.results import Result
 
 FORMATS = ("table", "json", "csv")
 

@@ -1,8 +1,6 @@
-"""Dagster resources: the Spark/Delta session, the catalog, and their settings."""
+"""Dagster resources: the Spark/Delta session, the catalog, object storage, queues and secrets."""
 
-from resources.catalog import Catalog, CatalogResource
-from resources.errors import LakeError
-from resources.settings import LakeSettings
+from resources.catalog import CatalogResource
 from resources.spark import DeltaSparkResource
 
-__all__ = ["Catalog", "CatalogResource", "DeltaSparkResource", "LakeError", "LakeSettings"]
+__all__ = ["CatalogResource", "DeltaSparkResource"]

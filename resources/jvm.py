@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from resources.errors import LakeError
+from lake_assets.core.errors import LakeError
 
 DELTA_ARTIFACT = "io.delta:delta-spark_4.2_2.13:4.4.0"
 _DELTA_POM = Path(__file__).with_name("delta.pom.xml")

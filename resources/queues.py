@@ -10,7 +10,7 @@ from urllib.parse import unquote_plus
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from resources.errors import LakeError
+from lake_assets.core.errors import LakeError
 
 # SQS hands out at most 10 messages per call; a tick takes at most this many.
 MAX_MESSAGES_PER_TICK = 1000

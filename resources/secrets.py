@@ -7,7 +7,7 @@ from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken
 
-from resources.errors import LakeError
+from lake_assets.core.errors import LakeError
 
 REDACTED = "****"
 _ENV = "env:"

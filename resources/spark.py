@@ -21,9 +21,9 @@ from dagster_pyspark import LazyPySparkResource
 from dagster_pyspark.resources import spark_session_from_config
 from pyspark.sql import SparkSession
 
-from resources.errors import LakeError
+from lake_assets.core.errors import LakeError
+from lake_assets.core.settings import LakeSettings
 from resources.jvm import check_java, fetch_delta_jars
-from resources.settings import LakeSettings
 
 _LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 DEFAULT_CONNECT_PORT = 15002

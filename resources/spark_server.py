@@ -17,9 +17,9 @@ from typing import IO
 
 import pyspark
 
-from resources.errors import LakeError
+from lake_assets.core.errors import LakeError
+from lake_assets.core.settings import LakeSettings
 from resources.jvm import check_java
-from resources.settings import LakeSettings
 from resources.spark import DEFAULT_CONNECT_PORT, remote_address, spark_conf, with_delta_jars
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"

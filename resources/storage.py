@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 
 from botocore.exceptions import ClientError
 
-from resources.errors import LakeError
+from lake_assets.core.errors import LakeError
 
 # Names that writers use for files still being written; they are never read.
 _IN_PROGRESS_SUFFIXES = (".tmp", ".partial", ".crdownload", "._COPYING_", ".inprogress")

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from resources.entries import ConnectionEntry, VolumeEntry
-from resources.errors import LakeError
+from lake_assets.connections.entry import ConnectionEntry
+from lake_assets.core.errors import LakeError
+from lake_assets.volumes.entry import VolumeEntry
 from resources.queues import EventQueue
 from resources.secrets import unseal
 from resources.storage import LocalStore, S3Store, VolumeStore, split_location

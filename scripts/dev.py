@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from types import FrameType
 
-from resources.errors import LakeError
+from lake_assets.core.errors import LakeError
 from resources.spark import DEFAULT_CONNECT_PORT, remote_address
 from resources.spark_server import LOOPBACK, spawn_server, stop
 

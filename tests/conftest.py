@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from lake_assets.engine.session import LakeSession
-from resources.catalog import Catalog
-from resources.settings import LakeSettings
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.settings import LakeSettings
+from lake_assets.session import LakeSession
 from resources.spark import DeltaSparkResource
 from tests.s3_server import s3_endpoint_fixture
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
-from lake_assets.engine.session import LakeSession
+from lake_assets.session import LakeSession
 
 # Files younger than loading.SETTLE_SECONDS are left for the next look ("half-uploaded"), so test
 # files are dated this many seconds back instead of making the tests sleep.

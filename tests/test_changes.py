@@ -8,7 +8,7 @@ import pytest
 from dagster import AssetKey, DagsterInstance
 
 from lake_assets.changes import dagster_reporter
-from lake_assets.engine.session import LakeSession
+from lake_assets.session import LakeSession
 
 
 def materializations(key: str) -> list[dict]:

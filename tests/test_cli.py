@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from resources.catalog import Catalog
+from lake_assets.core.catalog import Catalog
 
 SEED_SQL = Path(__file__).parent / "data" / "seed_tables.sql"
 

@@ -11,7 +11,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from lake_assets.daemon import ROOT, spawn_daemon
-from lake_assets.engine.session import LakeSession
+from lake_assets.session import LakeSession
 from resources.spark_server import free_port, server_url, spawn_server, stop
 from tests.ingest_helpers import local_volume, put, rows
 

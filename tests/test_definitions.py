@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey, TableColumn, TableSchema
 
+from lake_assets.core.catalog import Catalog, Column, TableEntry
+from lake_assets.core.settings import LakeSettings
 from lake_assets.definitions import build_definitions
-from resources.catalog import Catalog, Column, TableEntry
-from resources.settings import LakeSettings
 
 
 @pytest.fixture

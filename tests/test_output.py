@@ -10,7 +10,7 @@ from decimal import Decimal
 
 import pytest
 
-from lake_assets.engine.results import Result
+from lake_assets.core.results import Result
 from lake_assets.output import FORMATS, write_result
 
 COLUMNS = ["id", "product", "amount", "dt", "paid"]

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from sqlglot import exp
 
-from resources.errors import LakeError
+from lake_assets.core.errors import LakeError
 
 # Placeholders for volume files, directory tables and load history (see sql.sources).
 SOURCE_PREFIX = "__lake_source_"

@@ -1,4 +1,5 @@
-"""Parsed statements: plain data that the engine executes."""
+"""Statements every kind shares: Spark SQL queries and DML, and SHOW / DESC / DROP of an object.
+Each kind's own statements live in its package's grammar."""
 
 from __future__ import annotations
 
@@ -6,46 +7,17 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from resources.catalog import Column
+
+class Statement:
+    """Base of every parsed statement: plain data that the session hands to its kind."""
+
+
+class Source:
+    """Base of the special relations a query may read (a volume's files, load history, …)."""
 
 
 @dataclass(frozen=True)
-class CreateTable:
-    name: str
-    columns: tuple[Column, ...]
-    comment: str | None = None
-    if_not_exists: bool = False
-
-
-@dataclass(frozen=True)
-class DropTable:
-    name: str
-    if_exists: bool = False
-
-
-@dataclass(frozen=True)
-class AlterTableProperties:
-    name: str
-    properties: dict[str, str]
-
-
-@dataclass(frozen=True)
-class DescribeTable:
-    name: str
-
-
-@dataclass(frozen=True)
-class DescribeHistory:
-    name: str
-
-
-@dataclass(frozen=True)
-class ShowTables:
-    pass
-
-
-@dataclass(frozen=True)
-class Query:
+class Query(Statement):
     """A SELECT (with joins, aggregates, UNION ALL, ORDER BY …) in Spark SQL."""
 
     expression: exp.Expression
@@ -53,7 +25,7 @@ class Query:
 
 
 @dataclass(frozen=True)
-class Dml:
+class Dml(Statement):
     """INSERT, UPDATE, DELETE or MERGE on one target table."""
 
     operation: str
@@ -63,84 +35,15 @@ class Dml:
 
 
 @dataclass(frozen=True)
-class VolumeSource:
-    """Files of a volume read as a relation: `VOLUME v [(cols)] USING fmt [OPTIONS…] [FILES…]`."""
-
-    volume: str
-    file_format: str
-    columns: tuple[Column, ...] | None = None
-    options: dict[str, str] = field(default_factory=dict)
-    files: tuple[str, ...] | None = None
-    subdirectory: str | None = None
-
-
-@dataclass(frozen=True)
-class DirectorySource:
-    """`DIRECTORY(VOLUME v)`: the volume's directory table."""
-
-    volume: str
-
-
-@dataclass(frozen=True)
-class LoadHistorySource:
-    """`load_history('t')`: the table's load records of the retention window."""
-
-    table: str
-
-
-Source = VolumeSource | DirectorySource | LoadHistorySource
-
-
-@dataclass(frozen=True)
-class CreateConnection:
-    name: str
-    type: str
-    endpoint: str | None = None
-    access_id: str | None = None
-    access_key: str | None = None
-    region: str | None = None
-    role_arn: str | None = None
-    if_not_exists: bool = False
-
-
-@dataclass(frozen=True)
-class CreateVolume:
-    name: str
-    location: str
-    connection: str
-    directory_enabled: bool = True
-    auto_refresh: bool = False
-    recursive: bool = True
-    comment: str | None = None
-    queue_type: str | None = None
-    queue_name: str | None = None
-    if_not_exists: bool = False
-
-
-@dataclass(frozen=True)
-class RefreshVolume:
-    name: str
-
-
-@dataclass(frozen=True)
-class DropObject:
-    """DROP VOLUME / PIPE / STORAGE CONNECTION."""
-
-    kind: str
-    name: str
-    if_exists: bool = False
-
-
-@dataclass(frozen=True)
-class ShowObjects:
-    """SHOW VOLUMES / PIPES / CONNECTIONS."""
+class ShowObjects(Statement):
+    """SHOW VOLUMES / PIPES / CONNECTIONS / DYNAMIC TABLES."""
 
     kind: str
 
 
 @dataclass(frozen=True)
-class DescribeObject:
-    """DESC VOLUME / PIPE [EXTENDED] / CONNECTION."""
+class DescribeObject(Statement):
+    """DESC VOLUME / PIPE [EXTENDED] / CONNECTION / DYNAMIC TABLE."""
 
     kind: str
     name: str
@@ -148,116 +51,9 @@ class DescribeObject:
 
 
 @dataclass(frozen=True)
-class CopyIntoVolume:
-    volume: str
-    file_format: str
-    subdirectory: str = ""
-    table: str | None = None
-    query: Query | None = None
-    options: dict[str, str] = field(default_factory=dict)
+class DropObject(Statement):
+    """DROP VOLUME / PIPE / STORAGE CONNECTION / DYNAMIC TABLE [IF EXISTS]."""
 
-
-@dataclass(frozen=True)
-class CopyIntoTable:
-    table: str
-    source: VolumeSource
-    purge: bool = False
-    force: bool = False
-
-
-@dataclass(frozen=True)
-class CreatePipe:
-    name: str
-    copy: CopyIntoTable
-    copy_text: str
-    ingest_mode: str = "LIST_PURGE"
-    virtual_cluster: str | None = None
-    comment: str | None = None
-    poll_interval_seconds: int = 5
-    if_not_exists: bool = False
-    backfill_interval_seconds: int = 60
-
-
-@dataclass(frozen=True)
-class AlterPipe:
-    name: str
-    paused: bool | None = None
-    refresh: bool = False
-
-
-@dataclass(frozen=True)
-class CreateDynamicTable:
-    """`CREATE [OR REPLACE] DYNAMIC TABLE … AS SELECT …`; `columns` rename the query's outputs."""
-
-    name: str
-    query: Query
-    query_text: str
-    columns: tuple[Column, ...] = ()
-    refresh_interval_seconds: int | None = None
-    vcluster: str | None = None
-    comment: str | None = None
-    or_replace: bool = False
-    if_not_exists: bool = False
-
-
-@dataclass(frozen=True)
-class RefreshDynamicTable:
-    name: str
-
-
-@dataclass(frozen=True)
-class DropDynamicTable:
+    kind: str
     name: str
     if_exists: bool = False
-
-
-@dataclass(frozen=True)
-class ShowDynamicTables:
-    pass
-
-
-@dataclass(frozen=True)
-class DescribeDynamicTable:
-    name: str
-
-
-@dataclass(frozen=True)
-class ShowRefreshHistory:
-    """`SHOW DYNAMIC TABLE REFRESH HISTORY [WHERE name = '…']`."""
-
-    name: str | None = None
-
-
-@dataclass(frozen=True)
-class AlterDynamicTable:
-    name: str
-    suspended: bool
-
-
-Statement = (
-    CreateTable
-    | DropTable
-    | AlterTableProperties
-    | DescribeTable
-    | DescribeHistory
-    | ShowTables
-    | Query
-    | Dml
-    | CreateConnection
-    | CreateVolume
-    | RefreshVolume
-    | DropObject
-    | ShowObjects
-    | DescribeObject
-    | CopyIntoVolume
-    | CopyIntoTable
-    | CreatePipe
-    | AlterPipe
-    | CreateDynamicTable
-    | RefreshDynamicTable
-    | DropDynamicTable
-    | ShowDynamicTables
-    | DescribeDynamicTable
-    | ShowRefreshHistory
-    | AlterDynamicTable
-)

@@ -9,7 +9,7 @@ from sqlglot.dialects.spark import Spark
 from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
-from resources.errors import LakeError
+from lake_assets.core.errors import LakeError
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _LITERALS = (TokenType.STRING, TokenType.NUMBER, TokenType.IDENTIFIER)
@@ -35,10 +35,11 @@ def tokenize(text: str) -> list[Token]:
 class TokenCursor:
     """Reads one statement's tokens left to right; errors quote the statement's usage line."""
 
-    def __init__(self, tokens: list[Token], usage: str = "") -> None:
+    def __init__(self, tokens: list[Token], usage: str = "", text: str = "") -> None:
         self.tokens = tokens
         self.position = 0
         self.usage = usage
+        self.text = text
 
     def peek(self, offset: int = 0) -> Token | None:
         index = self.position + offset

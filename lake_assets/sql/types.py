@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sqlglot.tokens import TokenType
 
+from lake_assets.core.errors import LakeError
 from lake_assets.sql.tokens import TokenCursor
-from resources.errors import LakeError
 
 _SIMPLE_TYPES = {
     "TINYINT": "TINYINT",

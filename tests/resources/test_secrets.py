@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from cryptography.fernet import Fernet
 
+from lake_assets.connections.entry import ConnectionEntry
+from lake_assets.core.catalog import Catalog, now_utc
+from lake_assets.core.errors import LakeError
 from resources import secrets
-from resources.catalog import Catalog, now_utc
-from resources.entries import ConnectionEntry
-from resources.errors import LakeError
 from resources.secrets import REDACTED, seal, shown, unseal
 
 SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from resources.settings import LakeSettings
+from lake_assets.core.settings import LakeSettings
 from resources.spark import local_cores, spark_conf
 
 

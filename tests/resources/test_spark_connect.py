@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from lake_assets.engine.session import LakeSession
-from resources.catalog import Catalog
-from resources.errors import LakeError
-from resources.settings import LakeSettings
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.errors import LakeError
+from lake_assets.core.settings import LakeSettings
+from lake_assets.session import LakeSession
 from resources.spark import DeltaSparkResource, spark_conf
 from resources.spark_server import (
     SERVER_CLASS,

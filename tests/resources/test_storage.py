@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from lake_assets.connections.entry import ConnectionEntry
+from lake_assets.core.errors import LakeError
+from lake_assets.volumes.entry import VolumeEntry
 from resources import storage
-from resources.entries import ConnectionEntry, VolumeEntry
-from resources.errors import LakeError
 from resources.secrets import seal
 from resources.storage import LocalStore, S3Store, inside, is_visible, split_location
 from resources.volumes import open_store, s3_client

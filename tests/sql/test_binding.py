@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from sqlglot import exp
 
+from lake_assets.core.errors import LakeError
+from lake_assets.kinds import parse_statement
 from lake_assets.sql.binding import bind_tables, referenced_tables
-from lake_assets.sql.parser import parse_statement
-from resources.errors import LakeError
 
 
 def expression(text: str) -> exp.Expression:

@@ -1,1 +1,0 @@
-"""Factories that turn catalog entries into Dagster asset definitions."""

@@ -1,0 +1,58 @@
+"""Storage connections: catalog work only, secrets sealed on the way in and never shown."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lake_assets.connections.entry import ConnectionEntry
+from lake_assets.connections.grammar import CreateConnection
+from lake_assets.core.catalog import now_utc
+from lake_assets.core.results import Result
+from lake_assets.sql.statements import DescribeObject
+from resources.secrets import seal, shown
+
+if TYPE_CHECKING:
+    from lake_assets.session import LakeSession
+
+
+def create_connection(session: LakeSession, stmt: CreateConnection) -> Result:
+    catalog, lake_home = session.catalog, session.settings.lake_home
+    if catalog.find_object(ConnectionEntry, stmt.name) is not None and stmt.if_not_exists:
+        return Result.status(f"storage connection {stmt.name} already exists; nothing to do")
+    catalog.add_object(
+        ConnectionEntry(
+            name=stmt.name,
+            created_at=now_utc(),
+            type=stmt.type,
+            endpoint=stmt.endpoint,
+            access_id=seal(stmt.access_id, lake_home),
+            access_key=seal(stmt.access_key, lake_home),
+            region=stmt.region,
+            role_arn=stmt.role_arn,
+        )
+    )
+    return Result.status(f"created storage connection {stmt.name}")
+
+
+def describe_connection(session: LakeSession, stmt: DescribeObject) -> Result:
+    entry = session.catalog.get_object(ConnectionEntry, stmt.name)
+    return Result.properties(
+        name=entry.name,
+        type=entry.type,
+        endpoint=entry.endpoint,
+        access_id=shown(entry.access_id),
+        access_key=shown(entry.access_key),
+        region=entry.region,
+        role_arn=entry.role_arn,
+        created_at=entry.created_at,
+    )
+
+
+def show_connections(session: LakeSession) -> Result:
+    return Result(
+        ["name", "type", "endpoint", "created_at"],
+        [
+            (c.name, c.type, c.endpoint, c.created_at)
+            for c in session.catalog.objects(ConnectionEntry)
+        ],
+    )

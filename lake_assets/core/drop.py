@@ -1,0 +1,39 @@
+"""DROP of a catalog object, the same for every kind: refused while another object uses it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+from lake_assets.core.catalog import CatalogObject
+from lake_assets.core.errors import LakeError
+from lake_assets.core.results import Result
+from lake_assets.sql.statements import DropObject
+
+if TYPE_CHECKING:
+    from lake_assets.session import LakeSession
+
+T = TypeVar("T", bound=CatalogObject)
+
+
+def drop_object(
+    kind: type[T], cleanup: Callable[[T], None] | None = None
+) -> Callable[[LakeSession, DropObject], Result]:
+    """The DROP handler of `kind`; `cleanup` removes what the object kept outside the catalog."""
+
+    def drop(session: LakeSession, stmt: DropObject) -> Result:
+        catalog = session.catalog
+        users = catalog.users_of(kind, stmt.name)
+        if users:
+            raise LakeError(
+                f"{kind.LABEL} {stmt.name} is used by {users[0]}", f"drop {users[0]} first"
+            )
+        if catalog.find_object(kind, stmt.name) is None and stmt.if_exists:
+            return Result.status(f"{kind.LABEL} {stmt.name} does not exist; nothing to do")
+        entry = catalog.get_object(kind, stmt.name)  # an unknown name is an error here
+        catalog.remove_object(kind, stmt.name)
+        if cleanup is not None:
+            cleanup(entry)
+        return Result.status(f"dropped {kind.LABEL} {stmt.name}")
+
+    return drop

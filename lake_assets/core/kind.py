@@ -1,0 +1,40 @@
+"""What an object kind brings to the house: its SQL, the handlers of its statements, and its
+Dagster definitions. `lake_assets.kinds` lists the kinds; nothing else enumerates them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from dagster import Definitions
+from pyspark.sql import DataFrame
+
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.results import Result
+from lake_assets.core.settings import LakeSettings
+from lake_assets.sql.grammar import ObjectWords, SourceParser, StatementParser
+from lake_assets.sql.statements import DescribeObject, DropObject
+
+if TYPE_CHECKING:
+    from lake_assets.session import LakeSession
+
+Handler = Callable[["LakeSession", Any], Result]
+SourceReader = Callable[["LakeSession", Any], DataFrame]
+DefinitionsBuilder = Callable[[Catalog, LakeSettings], Definitions]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One object kind. `words` is how SHOW / DESC / DROP spell it (None: it spells its own)."""
+
+    name: str
+    statements: Mapping[tuple[str, ...], StatementParser] = field(default_factory=dict)
+    handlers: Mapping[type, Handler] = field(default_factory=dict)
+    sources: Mapping[str, SourceParser] = field(default_factory=dict)
+    readers: Mapping[type, SourceReader] = field(default_factory=dict)
+    words: ObjectWords | None = None
+    show: Callable[[LakeSession], Result] | None = None
+    describe: Callable[[LakeSession, DescribeObject], Result] | None = None
+    drop: Callable[[LakeSession, DropObject], Result] | None = None
+    build_defs: DefinitionsBuilder | None = None

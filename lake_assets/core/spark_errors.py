@@ -1,0 +1,67 @@
+"""Turn Spark and Delta exceptions into one-line LakeErrors that name our objects, not paths."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from pyspark.errors import PySparkException
+
+from lake_assets.core.errors import LakeError
+
+_CONDITION = re.compile(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]\s*(.*)")
+_SQLSTATE = re.compile(r"\s*SQLSTATE:\s*\w+\.?\s*$")
+
+# Fixes by error condition (Spark's and Delta's); the longest matching prefix wins.
+_FIXES = {
+    "UNRESOLVED_COLUMN": "check the column names with DESC TABLE",
+    "UNRESOLVED_ROUTINE": "check the function name in Spark SQL's function list",
+    "CAST_INVALID_INPUT": "make the value fit the column's type (DESC TABLE shows it) or CAST it",
+    "INSERT_COLUMN_ARITY_MISMATCH": (
+        "give one value per column in DESC TABLE order, or name the columns: INSERT INTO t (a, b) …"
+    ),
+    "INCOMPATIBLE_DATA_FOR_TABLE": "make the values fit the column types shown by DESC TABLE",
+    "DATATYPE_MISMATCH": "make both sides the same type, for example with CAST",
+    "NUMERIC_VALUE_OUT_OF_RANGE": "make the value fit the column's precision and scale",
+    "CAST_OVERFLOW": "make the value fit the column's type (DESC TABLE shows it)",
+    "DELTA_EXCEED_CHAR_VARCHAR_LIMIT": "shorten the value or widen the column",
+    "DELTA_NOT_NULL_CONSTRAINT_VIOLATED": "give the column a value",
+    "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE": (
+        "make the MERGE source match each target row at most once (deduplicate it first)"
+    ),
+    "DELTA_CONCURRENT": "another writer changed the table at the same moment; run it again",
+    "PARSE_SYNTAX_ERROR": "check the statement's syntax",
+    "DIVIDE_BY_ZERO": "guard the divisor, for example with try_divide",
+    "MISSING_AGGREGATION": "add the column to GROUP BY or wrap it in an aggregate",
+}
+_DEFAULT_FIX = "run again with --debug to see Spark's full error"
+
+
+def _condition_and_message(error: BaseException) -> tuple[str, str] | None:
+    if isinstance(error, PySparkException):
+        # str(), not getMessage(): Spark's message reader does not know Delta's error classes.
+        return error.getCondition() or "", str(error)
+    if type(error).__name__ == "Py4JJavaError":
+        # Task failures wrap the real cause; the innermost conditioned message is the useful one.
+        found = _CONDITION.findall(str(error))
+        if found:
+            return found[-1]
+        return "", str(error).splitlines()[0]
+    return None
+
+
+def translate_spark_error(error: BaseException, locations: Mapping[str, str]) -> LakeError | None:
+    """A LakeError for a Spark/Delta failure, or None when `error` did not come from Spark."""
+    found = _condition_and_message(error)
+    if found is None:
+        return None
+    condition, message = found
+    match = _CONDITION.match(message)
+    text = match.group(2) if match else message
+    text = _SQLSTATE.sub("", text.strip().splitlines()[0] if text.strip() else condition)
+    for location, name in sorted(locations.items(), key=lambda item: -len(item[0])):
+        text = re.sub(r"(`?delta`?\.)?`?(file:)?" + re.escape(location) + "`?", name, text)
+    prefixes = [prefix for prefix in _FIXES if condition.startswith(prefix)]
+    fix = _FIXES[max(prefixes, key=len)] if prefixes else _DEFAULT_FIX
+    label = f"[{condition}] " if condition else ""
+    return LakeError(f"{label}{text}", fix)

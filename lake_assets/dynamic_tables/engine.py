@@ -1,0 +1,342 @@
+"""Dynamic tables: CREATE [OR REPLACE], DROP, ALTER … SUSPEND|RESUME, SHOW, DESC and the
+refresh history; the refresh itself is in `refresh`."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import TYPE_CHECKING
+
+from lake_assets.core.catalog import Catalog, Column, DynamicTableEntry, RefreshRecord, TableEntry
+from lake_assets.core.delta import delta_ref, quote_name, sql_string
+from lake_assets.core.errors import LakeError
+from lake_assets.core.results import Result
+from lake_assets.dynamic_tables.grammar import (
+    AlterDynamicTable,
+    CreateDynamicTable,
+    RefreshDynamicTable,
+    ShowRefreshHistory,
+)
+from lake_assets.dynamic_tables.incremental import register_sources
+from lake_assets.dynamic_tables.plan import AGGREGATE, classify, rewrite, with_hidden
+from lake_assets.dynamic_tables.refresh import (
+    CREATION,
+    FULL,
+    INCREMENTAL,
+    plan_of,
+    refresh,
+    source_read,
+)
+from lake_assets.sql.binding import referenced_tables
+from lake_assets.sql.statements import DescribeObject, DropObject
+from lake_assets.tables.engine import enable_change_tracking, remove_files
+
+if TYPE_CHECKING:
+    from lake_assets.session import LakeSession
+
+# Delta refuses these characters in column names (without column mapping).
+_BAD_COLUMN_NAME = re.compile(r"[ ,;{}()\n\t=]")
+
+
+# CREATE / DROP / ALTER
+
+
+def create_dynamic_table(session: LakeSession, stmt: CreateDynamicTable) -> Result:
+    spark, catalog = session.spark, session.catalog
+    existing = catalog.find_dynamic_table(stmt.name)
+    if existing is not None and stmt.if_not_exists:
+        return Result.status(f"dynamic table {stmt.name} already exists; nothing to do")
+    if existing is not None and not stmt.or_replace:
+        raise LakeError(
+            f"dynamic table {stmt.name} already exists",
+            "use CREATE OR REPLACE DYNAMIC TABLE, pick another name, or DROP it first",
+        )
+    if catalog.find_table(stmt.name) is not None:
+        raise LakeError(
+            f"table {stmt.name} already exists", "pick another name for the dynamic table"
+        )
+    if stmt.query.sources:
+        raise LakeError(
+            f"dynamic table {stmt.name} can read only tables and dynamic tables",
+            "load the files into a table (COPY INTO or a pipe) and read that table",
+        )
+    sources = tuple(referenced_tables(stmt.query.expression))
+    if not sources:
+        raise LakeError(
+            f"dynamic table {stmt.name} reads no table", "select FROM a table or dynamic table"
+        )
+    relations = {name: catalog.relation(name) for name in sources}
+    _refuse_cycle(catalog, stmt.name, sources)
+    plan = classify(stmt.query.expression)
+    reads = [
+        source_read(spark, name, relation, None, index)
+        for index, (name, relation) in enumerate(relations.items())
+    ]
+    register_sources(spark, reads, changes=False)
+    by_name = {read.name: read for read in reads}
+    rewritten = rewrite(
+        with_hidden(plan, stmt.query.expression), lambda _, name: by_name[name].view("new")
+    )
+    schema = spark.sql(rewritten).schema
+    visible = schema.fields[: len(schema.fields) - len(plan.hidden)]
+    names = _column_names(stmt, [f.name for f in visible])
+    comments = {c.name.lower(): c.comment for c in stmt.columns}
+    columns = tuple(
+        Column(name, f.dataType.simpleString().upper(), comments.get(name.lower()))
+        for name, f in zip(names, visible, strict=True)
+    )
+    for name, relation in relations.items():
+        if isinstance(relation, TableEntry) and not relation.change_tracking:
+            enable_change_tracking(spark, catalog, name)
+    location = str(session.warehouse / f"{stmt.name}-{uuid.uuid4().hex[:12]}")
+    definitions = [
+        f"{quote_name(c.name)} {c.type}"
+        + (f" COMMENT {sql_string(c.comment)}" if c.comment else "")
+        for c in columns
+    ] + [
+        f"{quote_name(name)} {f.dataType.simpleString()}"
+        for name, f in zip(plan.hidden, schema.fields[len(visible) :], strict=True)
+    ]
+    comment = f" COMMENT {sql_string(stmt.comment)}" if stmt.comment else ""
+    # A projection's refresh deletes rows scattered over a table as large as its sources:
+    # deletion vectors mark them instead of rewriting every file. An aggregate is small and
+    # every file is touched anyway, where rewriting measured faster.
+    vectors = "false" if plan.shape == AGGREGATE else "true"
+    spark.sql(
+        f"CREATE TABLE {delta_ref(location)} ({', '.join(definitions)}) USING delta{comment} "
+        "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true', "
+        f"'delta.enableDeletionVectors' = '{vectors}')"
+    )
+    entry = DynamicTableEntry(
+        stmt.name,
+        location,
+        stmt.query_text,
+        sources,
+        columns,
+        plan.hidden,
+        stmt.comment,
+        stmt.refresh_interval_seconds,
+        stmt.vcluster,
+    )
+    try:
+        replaced = catalog.add_dynamic_table(entry, replace_existing=stmt.or_replace)
+    except LakeError:
+        remove_files(location)
+        raise
+    catalog.record_table_state(entry, 0, 0)
+    verb = "replaced" if replaced is not None else "created"
+    try:
+        outcome = refresh(spark, catalog, stmt.name, CREATION)
+    except LakeError as error:
+        _undo_create(catalog, entry, replaced)
+        what = f"dynamic table {stmt.name} was not {verb}: {error.what}"
+        raise LakeError(what, error.fix) from error
+    if replaced is not None:
+        remove_files(replaced.location)
+    return Result.status(f"{verb} dynamic table {stmt.name}; {outcome.summary()}")
+
+
+def _undo_create(
+    catalog: Catalog, entry: DynamicTableEntry, replaced: DynamicTableEntry | None
+) -> None:
+    """A CREATE whose first refresh failed leaves nothing behind (or the table it replaced)."""
+    if replaced is None:
+        catalog.remove_dynamic_table(entry.name)
+    else:
+        catalog.add_dynamic_table(replaced, replace_existing=True)
+        if replaced.version is not None and replaced.row_count is not None:
+            catalog.record_table_state(replaced, replaced.version, replaced.row_count)
+    remove_files(entry.location)
+
+
+def _column_names(stmt: CreateDynamicTable, produced: list[str]) -> list[str]:
+    if stmt.columns and len(stmt.columns) != len(produced):
+        raise LakeError(
+            f"dynamic table {stmt.name} lists {len(stmt.columns)} columns but its query "
+            f"returns {len(produced)}",
+            "name one column per select item, or leave the column list out",
+        )
+    names = [c.name for c in stmt.columns] if stmt.columns else produced
+    for name in names:
+        if _BAD_COLUMN_NAME.search(name) or name.lower().startswith("__lake_"):
+            raise LakeError(
+                f"the result column '{name}' of dynamic table {stmt.name} needs a plain name",
+                "give it an alias in the query, e.g. COUNT(*) AS order_cnt",
+            )
+    lowered = [name.lower() for name in names]
+    twice = sorted({name for name in lowered if lowered.count(name) > 1})
+    if twice:
+        raise LakeError(
+            f"column {twice[0]} appears twice in the result of dynamic table {stmt.name}",
+            "give the columns distinct aliases",
+        )
+    return names
+
+
+def _refuse_cycle(catalog: Catalog, name: str, sources: tuple[str, ...]) -> None:
+    """A dynamic table may not read itself, directly or through other dynamic tables."""
+    definitions = {entry.name: entry.sources for entry in catalog.dynamic_tables()}
+    definitions[name] = sources
+    path = _path_to(definitions, sources, name, [name])
+    if path is not None:
+        raise LakeError(
+            f"dynamic table {name} would read itself: {' → '.join(path)}",
+            "dynamic tables must form a graph without cycles; read the sources instead",
+        )
+
+
+def _path_to(
+    definitions: dict[str, tuple[str, ...]], sources: tuple[str, ...], target: str, path: list[str]
+) -> list[str] | None:
+    for source in sources:
+        if source == target:
+            return [*path, source]
+        if source in definitions and source not in path:
+            found = _path_to(definitions, definitions[source], target, [*path, source])
+            if found is not None:
+                return found
+    return None
+
+
+def drop_dynamic_table(session: LakeSession, stmt: DropObject) -> Result:
+    catalog = session.catalog
+    if catalog.find_dynamic_table(stmt.name) is None and stmt.if_exists:
+        return Result.status(f"dynamic table {stmt.name} does not exist; nothing to do")
+    catalog.dynamic_table(stmt.name)
+    readers = catalog.dynamic_readers(stmt.name)
+    if readers:
+        raise LakeError(
+            f"dynamic table {stmt.name} is read by dynamic table {readers[0]}",
+            f"drop dynamic table {readers[0]} first",
+        )
+    entry = catalog.remove_dynamic_table(stmt.name)
+    if entry is not None:
+        remove_files(entry.location)
+    return Result.status(f"dropped dynamic table {stmt.name}")
+
+
+def refresh_dynamic_table(session: LakeSession, stmt: RefreshDynamicTable) -> Result:
+    return session.committing(
+        stmt.name,
+        lambda: Result.status(refresh(session.spark, session.catalog, stmt.name).summary()),
+    )
+
+
+def alter_dynamic_table(session: LakeSession, stmt: AlterDynamicTable) -> Result:
+    session.catalog.set_suspended(stmt.name, stmt.suspended)
+    state = "SUSPENDED" if stmt.suspended else "ACTIVE"
+    return Result.status(f"dynamic table {stmt.name} is {state}")
+
+
+# SHOW / DESC / history: catalog only, no Spark
+
+
+def show_dynamic_tables(session: LakeSession) -> Result:
+    catalog = session.catalog
+    rows = []
+    for entry in catalog.dynamic_tables():
+        last = _last(catalog, entry.name)
+        rows.append(
+            (
+                entry.name,
+                "SUSPENDED" if entry.suspended else "ACTIVE",
+                _interval_text(entry.refresh_interval_seconds),
+                ", ".join(entry.sources),
+                last.start_time if last else None,
+                last.refresh_mode if last else None,
+                entry.row_count,
+                entry.comment,
+                entry.created_at,
+            )
+        )
+    return Result(
+        [
+            "name", "state", "refresh_interval", "sources", "last_refresh_time",
+            "last_refresh_mode", "rows", "comment", "created_at",
+        ],
+        rows,
+    )  # fmt: skip
+
+
+def _last(catalog: Catalog, name: str, committed: bool = False) -> RefreshRecord | None:
+    for record in catalog.refresh_history(name):
+        if not committed or record.dt_version is not None:
+            return record
+    return None
+
+
+def _interval_text(seconds: int | None) -> str | None:
+    if seconds is None:
+        return None
+    for unit, size in (("DAY", 86400), ("HOUR", 3600), ("MINUTE", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size} {unit}"
+    return f"{seconds} SECOND"
+
+
+def next_mode(catalog: Catalog, entry: DynamicTableEntry) -> tuple[str, str | None]:
+    """The mode the next refresh that finds changes will use, and why when it is FULL."""
+    plan = plan_of(entry)
+    if plan.reason:
+        return FULL, plan.reason
+    if _last(catalog, entry.name, committed=True) is None:
+        return FULL, "initial refresh"
+    for name in entry.sources:
+        relation = catalog.relation(name)
+        if isinstance(relation, TableEntry) and not relation.change_tracking:
+            return FULL, f"change tracking is off on {name}; the refresh turns it on"
+    return INCREMENTAL, None
+
+
+def describe_dynamic_table(session: LakeSession, stmt: DescribeObject) -> Result:
+    catalog = session.catalog
+    entry = catalog.dynamic_table(stmt.name)
+    last = _last(catalog, entry.name)
+    committed = _last(catalog, entry.name, committed=True)
+    mode, why = next_mode(catalog, entry)
+    read = committed.source_tables if committed else {}
+    return Result.properties(
+        name=entry.name,
+        query=entry.query,
+        sources=", ".join(
+            f"{name}@{read[name]}" if name in read else name for name in entry.sources
+        ),
+        columns=", ".join(f"{c.name} {c.type}" for c in entry.columns),
+        refresh_interval=_interval_text(entry.refresh_interval_seconds),
+        vcluster=entry.vcluster,
+        state="SUSPENDED" if entry.suspended else "ACTIVE",
+        last_refresh=(
+            f"{last.start_time} {last.state} {last.refresh_mode or ''}".strip() if last else None
+        ),
+        refresh_mode=mode,
+        refresh_mode_reason=why,
+        rows=entry.row_count,
+        version=entry.version,
+        location=entry.location,
+        comment=entry.comment,
+        created_at=entry.created_at,
+    )
+
+
+HISTORY_COLUMNS = [
+    "name", "state", "refresh_mode", "refresh_trigger", "start_time", "end_time", "duration",
+    "source_tables", "rows_inserted", "rows_deleted", "error_message", "reason",
+]  # fmt: skip
+
+
+def show_refresh_history(session: LakeSession, stmt: ShowRefreshHistory) -> Result:
+    catalog = session.catalog
+    if stmt.name is not None:
+        catalog.dynamic_table(stmt.name)
+    return Result(
+        HISTORY_COLUMNS,
+        [
+            (
+                r.name, r.state, r.refresh_mode, r.refresh_trigger, r.start_time, r.end_time,
+                round(r.duration, 3),
+                ", ".join(f"{name}@{version}" for name, version in r.source_tables.items()),
+                r.rows_inserted, r.rows_deleted, r.error_message, r.reason,
+            )
+            for r in catalog.refresh_history(stmt.name)
+        ],
+    )  # fmt: skip

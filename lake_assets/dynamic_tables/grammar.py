@@ -1,0 +1,148 @@
+"""CREATE [OR REPLACE] DYNAMIC TABLE, REFRESH, ALTER … SUSPEND|RESUME and the refresh history;
+SHOW, DESC and DROP take the forms every kind shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot.tokens import TokenType
+
+from lake_assets.core.catalog import Column
+from lake_assets.core.errors import LakeError
+from lake_assets.sql.grammar import Grammar, ObjectWords, StatementParser, finished
+from lake_assets.sql.statements import Query, Statement
+from lake_assets.sql.tokens import TokenCursor
+
+CREATE_DYNAMIC_TABLE = (
+    "CREATE [OR REPLACE] DYNAMIC TABLE [IF NOT EXISTS] name [(col [COMMENT '…'], …)] "
+    "[REFRESH INTERVAL n SECOND|MINUTE|HOUR|DAY] [VCLUSTER vc] [COMMENT '…'] AS SELECT …"
+)
+SHOW_REFRESH_HISTORY = "SHOW DYNAMIC TABLE REFRESH HISTORY [WHERE name = '…']"
+_UNIT_SECONDS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
+WORDS = ObjectWords("dynamic table", (("DYNAMIC", "TABLE"),))
+
+
+@dataclass(frozen=True)
+class CreateDynamicTable(Statement):
+    """`CREATE [OR REPLACE] DYNAMIC TABLE … AS SELECT …`; `columns` rename the query's outputs."""
+
+    name: str
+    query: Query
+    query_text: str
+    columns: tuple[Column, ...] = ()
+    refresh_interval_seconds: int | None = None
+    vcluster: str | None = None
+    comment: str | None = None
+    or_replace: bool = False
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class RefreshDynamicTable(Statement):
+    name: str
+
+
+@dataclass(frozen=True)
+class ShowRefreshHistory(Statement):
+    """`SHOW DYNAMIC TABLE REFRESH HISTORY [WHERE name = '…']`."""
+
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class AlterDynamicTable(Statement):
+    name: str
+    suspended: bool
+
+
+def parse_create_dynamic_table(cursor: TokenCursor, grammar: Grammar) -> Statement:
+    """The options in any order, then AS and the query."""
+    cursor.usage = CREATE_DYNAMIC_TABLE
+    cursor.expect("CREATE")
+    or_replace = cursor.accept("OR", "REPLACE")
+    cursor.expect("DYNAMIC", "TABLE")
+    if_not_exists = cursor.accept("IF", "NOT", "EXISTS")
+    if or_replace and if_not_exists:
+        raise LakeError("OR REPLACE and IF NOT EXISTS cannot be used together", "keep one of them")
+    name = cursor.name("a dynamic table name")
+    columns = _column_list(cursor) if cursor.accept_symbol(TokenType.L_PAREN) else []
+    interval = vcluster = comment = None
+    while not cursor.accept("AS"):
+        if cursor.accept("REFRESH", "INTERVAL"):
+            interval = _interval(cursor)
+        elif cursor.accept("VCLUSTER"):
+            vcluster = cursor.identifier("a virtual cluster name")
+        elif cursor.accept("COMMENT"):
+            comment = cursor.string("a comment")
+        else:
+            cursor.fail("REFRESH INTERVAL, VCLUSTER, COMMENT or AS")
+    query, text = grammar.query_after(cursor, f"dynamic table {name}", CREATE_DYNAMIC_TABLE)
+    names = [column.name.lower() for column in columns]
+    if len(set(names)) != len(names):
+        raise LakeError(
+            f"a column name appears twice in dynamic table {name}",
+            "give every column a distinct name",
+        )
+    return CreateDynamicTable(
+        name, query, text, tuple(columns), interval, vcluster, comment, or_replace, if_not_exists
+    )
+
+
+def _column_list(cursor: TokenCursor) -> list[Column]:
+    """After '(': `col [COMMENT '…'], …)`; the types come from the query."""
+    columns = []
+    while True:
+        column = cursor.identifier("a column name")
+        comment = cursor.string("a comment") if cursor.accept("COMMENT") else None
+        columns.append(Column(column, "", comment))
+        if not cursor.accept_symbol(TokenType.COMMA):
+            break
+    cursor.expect_symbol(TokenType.R_PAREN, ")")
+    return columns
+
+
+def _interval(cursor: TokenCursor) -> int:
+    amount = cursor.integer("a whole number after REFRESH INTERVAL")
+    unit = cursor.word().removesuffix("S")
+    if unit not in _UNIT_SECONDS:
+        cursor.fail("SECOND, MINUTE, HOUR or DAY")
+    cursor.position += 1
+    if amount < 1:
+        raise LakeError("REFRESH INTERVAL must be at least 1", "write e.g. REFRESH INTERVAL 1 HOUR")
+    return amount * _UNIT_SECONDS[unit]
+
+
+def parse_refresh(cursor: TokenCursor, grammar: Grammar) -> Statement:
+    cursor.usage = "REFRESH DYNAMIC TABLE name"
+    cursor.expect("REFRESH", "DYNAMIC", "TABLE")
+    return finished(cursor, RefreshDynamicTable(cursor.name("a dynamic table name")))
+
+
+def parse_alter(cursor: TokenCursor, grammar: Grammar) -> Statement:
+    cursor.usage = "ALTER DYNAMIC TABLE name SUSPEND|RESUME"
+    cursor.expect("ALTER", "DYNAMIC", "TABLE")
+    name = cursor.name("a dynamic table name")
+    if not cursor.accept("SUSPEND"):
+        cursor.expect("RESUME")
+        return finished(cursor, AlterDynamicTable(name, suspended=False))
+    return finished(cursor, AlterDynamicTable(name, suspended=True))
+
+
+def parse_refresh_history(cursor: TokenCursor, grammar: Grammar) -> Statement:
+    cursor.usage = SHOW_REFRESH_HISTORY
+    cursor.expect("SHOW", "DYNAMIC", "TABLE", "REFRESH", "HISTORY")
+    name = None
+    if cursor.accept("WHERE"):
+        cursor.expect("NAME")
+        cursor.expect_symbol(TokenType.EQ, "=")
+        name = cursor.string("a quoted dynamic table name").lower()
+    return finished(cursor, ShowRefreshHistory(name))
+
+
+STATEMENTS: dict[tuple[str, ...], StatementParser] = {
+    ("CREATE", "DYNAMIC", "TABLE"): parse_create_dynamic_table,
+    ("CREATE", "OR", "REPLACE", "DYNAMIC", "TABLE"): parse_create_dynamic_table,
+    ("REFRESH", "DYNAMIC", "TABLE"): parse_refresh,
+    ("ALTER", "DYNAMIC", "TABLE"): parse_alter,
+    ("SHOW", "DYNAMIC", "TABLE", "REFRESH", "HISTORY"): parse_refresh_history,
+}

@@ -1,1 +1,0 @@
-"""Executes parsed statements on Spark + Delta, keeping the catalog in step."""

@@ -1,0 +1,231 @@
+"""Pipes and one-shot COPY INTO: list a volume, load what is pending, purge what was loaded."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from pyspark.sql import SparkSession
+
+from lake_assets.core import failpoints
+from lake_assets.core.catalog import Catalog, now_utc
+from lake_assets.core.errors import LakeError
+from lake_assets.core.results import Result
+from lake_assets.core.settings import LakeSettings
+from lake_assets.pipes.entry import PipeEntry
+from lake_assets.pipes.grammar import AlterPipe, CopyIntoTable, CreatePipe, copy_of
+from lake_assets.pipes.loading import (
+    LoadOutcome,
+    load,
+    loaded_files,
+    pending_files,
+    reconcile,
+    target_columns,
+)
+from lake_assets.sql.statements import DescribeObject
+from lake_assets.volumes.entry import VolumeEntry
+from lake_assets.volumes.files import named_files, source_files, store_of
+from resources.storage import FileInfo, VolumeStore, split_location
+
+if TYPE_CHECKING:
+    from lake_assets.session import LakeSession
+
+EVENT_NOTIFICATION = "EVENT_NOTIFICATION"
+
+
+def pipe_copy(pipe: PipeEntry) -> CopyIntoTable:
+    """The pipe's COPY statement, parsed again from the text the catalog keeps."""
+    return copy_of(pipe.copy_statement)
+
+
+def ingest(
+    spark: SparkSession,
+    catalog: Catalog,
+    settings: LakeSettings,
+    copy: CopyIntoTable,
+    pipe: str | None = None,
+    paths: list[str] | None = None,
+) -> LoadOutcome:
+    """Load every pending file of the COPY's volume (or of `paths`, named by S3 events) once;
+    with PURGE, delete the loaded ones."""
+    table = catalog.table(copy.table)
+    volume = catalog.get_object(VolumeEntry, copy.source.volume)
+    store = store_of(catalog, settings, volume)
+    fence = reconcile(spark, catalog, table)
+    days = settings.load_history_days
+    if paths is None:
+        files = source_files(copy.source, volume, store)
+        todo = pending_files(catalog, table.name, files, days, copy.force)
+    else:
+        files = named_files(copy.source, volume, store, paths)
+        todo = pending_files(catalog, table.name, files, days, copy.force, complete=True)
+    outcome = load(spark, catalog, table, copy.source, store, todo, fence=fence, pipe=pipe)
+    if copy.purge:
+        failpoints.reached(failpoints.BEFORE_PURGE)
+        outcome.purged = purge(catalog, settings, table.name, store, files)
+    return outcome
+
+
+def purge(
+    catalog: Catalog, settings: LakeSettings, table: str, store: VolumeStore, files: list[FileInfo]
+) -> list[str]:
+    """Delete source files whose rows are committed, including ones a crash left behind."""
+    done = loaded_files(catalog, table, files, settings.load_history_days)
+    for info in done:
+        store.delete(info.relative_path)
+    return [info.relative_path for info in done]
+
+
+def copy_into_table(session: LakeSession, copy: CopyIntoTable) -> Result:
+    return session.committing(
+        copy.table,
+        lambda: Result.status(
+            ingest(session.spark, session.catalog, session.settings, copy).summary()
+        ),
+    )
+
+
+def alter_pipe(session: LakeSession, stmt: AlterPipe) -> Result:
+    pipe = session.catalog.get_object(PipeEntry, stmt.name)
+    if stmt.refresh:
+        outcome = ingest(
+            session.spark, session.catalog, session.settings, pipe_copy(pipe), pipe.name
+        )
+        return Result.status(outcome.summary())
+    session.catalog.update_object(replace(pipe, paused=bool(stmt.paused)))
+    state = "PAUSED" if stmt.paused else "RUNNING"
+    return Result.status(f"pipe {pipe.name} is {state}")
+
+
+def create_pipe(session: LakeSession, stmt: CreatePipe) -> Result:
+    catalog, settings = session.catalog, session.settings
+    if catalog.find_object(PipeEntry, stmt.name) is not None:
+        if stmt.if_not_exists:
+            return Result.status(f"pipe {stmt.name} already exists; nothing to do")
+        raise LakeError(f"pipe {stmt.name} already exists", "pick another name or DROP PIPE first")
+    target_columns(catalog.table(stmt.copy.table), stmt.copy.source)
+    volume = catalog.get_object(VolumeEntry, stmt.copy.source.volume)
+    sharing = [p.name for p in catalog.objects(PipeEntry) if p.volume == volume.name]
+    if sharing:
+        raise LakeError(
+            f"volume {volume.name} already feeds pipe {sharing[0]}",
+            "give each pipe its own volume (a separate subdirectory)",
+        )
+    if stmt.ingest_mode == EVENT_NOTIFICATION:
+        _check_notification(stmt, volume)
+    store_of(catalog, settings, volume)
+    catalog.add_object(
+        PipeEntry(
+            name=stmt.name,
+            created_at=now_utc(),
+            volume=volume.name,
+            table=stmt.copy.table,
+            copy_statement=stmt.copy_text,
+            ingest_mode=stmt.ingest_mode,
+            virtual_cluster=stmt.virtual_cluster,
+            comment=stmt.comment,
+            poll_interval_seconds=stmt.poll_interval_seconds,
+            backfill_interval_seconds=stmt.backfill_interval_seconds,
+        )
+    )
+    if stmt.ingest_mode == EVENT_NOTIFICATION:
+        return Result.status(
+            f"created pipe {stmt.name}: RUNNING, reads S3 events from queue {volume.queue_name} "
+            f"every {stmt.poll_interval_seconds} s and lists volume {volume.name} every "
+            f"{stmt.backfill_interval_seconds} s for missed ones (with the Dagster daemon running)"
+        )
+    return Result.status(
+        f"created pipe {stmt.name}: RUNNING, looks for new files in volume {volume.name} "
+        f"every {stmt.poll_interval_seconds} s (with the Dagster daemon running)"
+    )
+
+
+def _check_notification(stmt: CreatePipe, volume: VolumeEntry) -> None:
+    """EVENT_NOTIFICATION needs an S3 volume whose events go to an SQS queue; it keeps files."""
+    mode = f"pipe {stmt.name}: INGEST_MODE = 'EVENT_NOTIFICATION'"
+    if stmt.copy.purge:
+        raise LakeError(
+            f"{mode} keeps the source files, so PURGE = TRUE cannot apply",
+            "drop PURGE = TRUE, or use INGEST_MODE = 'LIST_PURGE' to delete loaded files",
+        )
+    if split_location(volume.location)[0] == "file":
+        raise LakeError(
+            f"{mode} needs object storage events, but volume {volume.name} is a local "
+            f"directory ({volume.location})",
+            "use INGEST_MODE = 'LIST_PURGE' for local volumes",
+        )
+    if volume.queue_name is None:
+        raise LakeError(
+            f"{mode} needs a queue, but volume {volume.name} has no NOTIFICATION",
+            f"DROP VOLUME {volume.name} and CREATE it again with NOTIFICATION = "
+            "(QUEUE_TYPE = 'AWS_SQS', QUEUE_NAME = '…'), the SQS queue the bucket's "
+            "event notifications go to",
+        )
+    if (volume.queue_type or "").upper() != "AWS_SQS":
+        raise LakeError(
+            f"{mode}: volume {volume.name}'s QUEUE_TYPE '{volume.queue_type or ''}' is not "
+            "supported",
+            "send the bucket's event notifications to an SQS queue (any S3-compatible "
+            "endpoint's SQS API) and use QUEUE_TYPE = 'AWS_SQS'",
+        )
+
+
+def pending_for(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry) -> list[FileInfo]:
+    """Files the pipe would load now; cheap (a listing and the index), no Spark."""
+    copy = pipe_copy(pipe)
+    volume = catalog.get_object(VolumeEntry, copy.source.volume)
+    store = store_of(catalog, settings, volume)
+    files = source_files(copy.source, volume, store)
+    return pending_files(catalog, copy.table, files, settings.load_history_days)
+
+
+def invalid_reason(catalog: Catalog, pipe: PipeEntry) -> str | None:
+    if catalog.find_table(pipe.table) is None:
+        return f"table {pipe.table} does not exist"
+    if catalog.find_object(VolumeEntry, pipe.volume) is None:
+        return f"volume {pipe.volume} does not exist"
+    return None
+
+
+def describe_pipe(session: LakeSession, stmt: DescribeObject) -> Result:
+    catalog, settings = session.catalog, session.settings
+    pipe = catalog.get_object(PipeEntry, stmt.name)
+    reason = invalid_reason(catalog, pipe)
+    pending = None if reason else len(pending_for(catalog, settings, pipe))
+    volume = catalog.find_object(VolumeEntry, pipe.volume)
+    notified = pipe.ingest_mode == EVENT_NOTIFICATION
+    queue = f"{volume.queue_type}:{volume.queue_name}" if notified and volume else None
+    loads = [r for r in catalog.load_history(pipe.table) if r.pipe_name == pipe.name]
+    return Result.properties(
+        **{
+            "name": pipe.name,
+            "pipe_status": "PAUSED" if pipe.paused else "RUNNING",
+            "pipe_kind": "VOLUME",
+            "ingest_mode": pipe.ingest_mode,
+            "input_name": pipe.volume,
+            "output_name": pipe.table,
+            "copy_statement": pipe.copy_statement,
+            "virtual_cluster": pipe.virtual_cluster,
+            "poll_interval_seconds": pipe.poll_interval_seconds,
+            "notification_queue": queue,
+            "backfill_interval_seconds": pipe.backfill_interval_seconds if notified else None,
+            "invalid_reason": reason,
+            "files_pending": pending,
+            "files_loaded": sum(1 for r in loads if r.status == "LOADED"),
+            "files_failed": sum(1 for r in loads if r.status == "LOAD_FAILED"),
+            "last_load": loads[0].last_copy_time if loads else None,
+            "comment": pipe.comment,
+            "created_at": pipe.created_at,
+        }
+    )
+
+
+def show_pipes(session: LakeSession) -> Result:
+    return Result(
+        ["name", "pipe_status", "pipe_kind", "input_name", "output_name", "ingest_mode", "comment"],
+        [
+            (p.name, "PAUSED" if p.paused else "RUNNING", "VOLUME", p.volume, p.table,
+             p.ingest_mode, p.comment)
+            for p in session.catalog.objects(PipeEntry)
+        ],
+    )  # fmt: skip

@@ -1,0 +1,48 @@
+"""load_history('t') as a relation: the table's load records within the retention window."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from pyspark.sql import DataFrame, SparkSession
+
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.settings import LakeSettings
+from lake_assets.pipes.grammar import LoadHistorySource
+
+if TYPE_CHECKING:
+    from lake_assets.session import LakeSession
+
+SCHEMA = (
+    "file_path STRING, last_copy_time TIMESTAMP, file_size BIGINT, status STRING, "
+    "rows_loaded BIGINT, first_error_message STRING, pipe_name STRING, commit_version BIGINT"
+)
+
+
+def read_load_history(session: LakeSession, source: LoadHistorySource) -> DataFrame:
+    return load_history_frame(session.spark, session.catalog, session.settings, source.table)
+
+
+def load_history_frame(
+    spark: SparkSession, catalog: Catalog, settings: LakeSettings, table: str
+) -> DataFrame:
+    catalog.table(table)
+    since = datetime.now(UTC) - timedelta(days=settings.load_history_days)
+    records = catalog.load_history(table, since.isoformat(timespec="milliseconds"))
+    return spark.createDataFrame(
+        [
+            (
+                r.file_path,
+                datetime.fromisoformat(r.last_copy_time).replace(tzinfo=None),
+                r.file_size,
+                r.status,
+                r.rows_loaded,
+                r.first_error_message,
+                r.pipe_name,
+                r.commit_version,
+            )
+            for r in records
+        ],
+        SCHEMA,
+    )

@@ -1,0 +1,395 @@
+"""COPY INTO a table from a volume, exactly once.
+
+A batch's rows and its load records go into ONE Delta commit: the records ride in the commit's
+userMetadata. The SQLite load-history index is rebuilt from those commits (`reconcile`) before
+every load, so a crash between the commit and the index update loses nothing and loads nothing
+twice. Concurrent loaders are fenced by Delta's idempotent writes (txnAppId/txnVersion)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import unquote
+
+from pyspark.sql import DataFrame, DataFrameReader, SparkSession
+from pyspark.sql import functions as F
+
+from lake_assets.core import failpoints
+from lake_assets.core.catalog import Catalog, Column, LoadRecord, TableEntry, now_utc
+from lake_assets.core.delta import history, row_count
+from lake_assets.core.errors import LakeError
+from lake_assets.pipes.diagnose import first_problem
+from lake_assets.tables.dml import record_commit_state
+from lake_assets.volumes.files import column_ddl, reader_options
+from lake_assets.volumes.grammar import VolumeSource
+from resources.storage import FileInfo, VolumeStore
+
+LOADED, LOAD_FAILED = "LOADED", "LOAD_FAILED"
+# Files modified this recently may still be being written; they wait for the next look.
+SETTLE_SECONDS = 1.0
+_CORRUPT = "_lake_corrupt_record"
+_FILE = "_lake_file"
+
+
+@dataclass
+class LoadOutcome:
+    table: str
+    version: int | None
+    records: list[LoadRecord]
+    purged: list[str]
+
+    @property
+    def rows(self) -> int:
+        return sum(record.rows_loaded for record in self.records if record.status == LOADED)
+
+    def count(self, status: str) -> int:
+        return sum(1 for record in self.records if record.status == status)
+
+    def summary(self) -> str:
+        at = f"; {self.table} is at version {self.version}" if self.version is not None else ""
+        return (
+            f"COPY: {self.count(LOADED)} files loaded ({self.rows} rows), "
+            f"{self.count(LOAD_FAILED)} failed, {len(self.purged)} purged{at}"
+        )
+
+
+def _load_metadata(user_metadata: str | None) -> dict | None:
+    if not user_metadata or not user_metadata.startswith('{"lake_load"'):
+        return None
+    return json.loads(user_metadata)
+
+
+def _history_since(spark: SparkSession, location: str, mark: int) -> list[Any]:
+    """The newest commits back to `mark` + 1 at least (newest first): a long history is not read
+    in full before every load."""
+    limit = 8
+    while True:
+        commits = history(spark, location, limit)
+        if len(commits) < limit or commits[-1].version <= mark + 1:
+            return commits
+        limit *= 8
+
+
+def reconcile(spark: SparkSession, catalog: Catalog, table: TableEntry) -> int:
+    """Copy the load records carried by commits newer than the index's mark into the index;
+    return the table's newest version (the next load's commit is fenced with it)."""
+    mark = catalog.load_mark(table.name)
+    recent = _history_since(spark, table.location, mark)
+    newest = recent[0].version
+    commits = [c for c in recent if c.version > mark]
+    if not commits:
+        return newest
+    records = []
+    for commit in commits:
+        metadata = _load_metadata(commit.user_metadata)
+        if metadata is None:
+            continue
+        for path, size, modified, rows in metadata["files"]:
+            records.append(
+                LoadRecord(
+                    path, metadata["time"], size, modified, LOADED, rows, None,
+                    metadata.get("pipe"), commit.version,
+                )
+            )  # fmt: skip
+    catalog.record_loads(table.name, records, newest)
+    if table.version is None or table.version < newest:
+        # A crash after a load's commit also skipped recording the table's version and rows.
+        catalog.record_table_state(table, newest, row_count(spark, table.location, newest))
+    return newest
+
+
+def pending_files(
+    catalog: Catalog,
+    table: str,
+    files: list[FileInfo],
+    retention_days: float,
+    force: bool = False,
+    complete: bool = False,
+) -> list[FileInfo]:
+    """Files not loaded within the retention window, not failed as they are, and settled (or
+    known `complete`: S3 announces an object only once it is whole)."""
+    now = datetime.now(UTC)
+    since = (now - timedelta(days=retention_days)).isoformat(timespec="milliseconds")
+    records = catalog.load_history(table, since)
+    loaded = {r.file_path for r in records if r.status == LOADED}
+    failed = {
+        (r.file_path, r.file_size, r.file_modified) for r in records if r.status == LOAD_FAILED
+    }
+    settled = now - timedelta(seconds=0 if complete else SETTLE_SECONDS)
+    return [
+        info
+        for info in files
+        if info.last_modified <= settled
+        and (
+            force
+            or (
+                info.url not in loaded
+                and (info.url, info.size, info.last_modified.isoformat()) not in failed
+            )
+        )
+    ]
+
+
+def loaded_files(
+    catalog: Catalog, table: str, files: list[FileInfo], retention_days: float
+) -> list[FileInfo]:
+    """Files whose rows are committed, unchanged since: the only ones PURGE may delete."""
+    since = (datetime.now(UTC) - timedelta(days=retention_days)).isoformat(timespec="milliseconds")
+    loaded = {
+        (r.file_path, r.file_size, r.file_modified)
+        for r in catalog.load_history(table, since)
+        if r.status == LOADED
+    }
+    return [i for i in files if (i.url, i.size, i.last_modified.isoformat()) in loaded]
+
+
+def target_columns(table: TableEntry, source: VolumeSource) -> tuple[Column, ...]:
+    """The columns read from the files: the table's, or the COPY's own list mapped onto them."""
+    if not source.columns:
+        return table.columns
+    names = {column.name.lower() for column in source.columns}
+    missing = [c.name for c in table.columns if c.name.lower() not in names]
+    if missing:
+        raise LakeError(
+            f"column {missing[0]} of table {table.name} is not in the COPY's column list",
+            "list every table column in FROM VOLUME v (col TYPE, …)",
+        )
+    return source.columns
+
+
+class _Malformed(Exception):
+    """Some file in the batch has a record that does not fit the table."""
+
+
+def _reader(spark: SparkSession, source: VolumeSource) -> DataFrameReader:
+    return spark.read.format(source.file_format.lower()).options(**reader_options(source))
+
+
+def _parse(
+    spark: SparkSession,
+    source: VolumeSource,
+    columns: tuple[Column, ...],
+    paths: list[str],
+    *,
+    strict: bool,
+) -> DataFrame:
+    """The files' rows; strict reading fails on the first bad record, lenient marks it."""
+    reader = _reader(spark, source)
+    if source.file_format == "PARQUET":
+        frame = reader.load(paths)
+        present = {name.lower(): name for name in frame.columns}
+        missing = [c.name for c in columns if c.name.lower() not in present]
+        if missing and strict:
+            raise _Malformed(missing[0])
+        selected = [
+            F.col(f"`{present[c.name.lower()]}`").cast(c.type).alias(c.name)
+            if c.name.lower() in present
+            else F.lit(None).cast(c.type).alias(c.name)
+            for c in _as_read(columns)
+        ]
+        problem = F.lit(f"column {missing[0]} is missing") if missing else F.lit(None)
+        return frame.select(
+            *selected,
+            problem.cast("string").alias(_CORRUPT),
+            F.col("_metadata.file_path").alias(_FILE),
+        )
+    if strict:
+        return reader.option("mode", "FAILFAST").schema(column_ddl(_as_read(columns))).load(paths)
+    frame = (
+        reader.option("mode", "PERMISSIVE")
+        .option("columnNameOfCorruptRecord", _CORRUPT)
+        .schema(f"{column_ddl(_as_read(columns))}, `{_CORRUPT}` STRING")
+        .load(paths)
+    )
+    return frame.withColumn(_FILE, F.col("_metadata.file_path"))
+
+
+def _rows_per_file(
+    spark: SparkSession, source: VolumeSource, columns: tuple[Column, ...], paths: list[str]
+) -> dict[str, int]:
+    """Each file's row count, without converting any value (the cheap pass)."""
+    frame = _reader(spark, source)
+    if source.file_format != "PARQUET":
+        frame = frame.schema(column_ddl(_as_read(columns)))
+    counts = frame.load(paths).groupBy(F.col("_metadata.file_path").alias(_FILE)).count()
+    return {_local_path(row[_FILE]): row["count"] for row in counts.collect()}
+
+
+def _file_stats(
+    frame: DataFrame, source: VolumeSource, columns: tuple[Column, ...]
+) -> tuple[dict[str, int], dict[str, str]]:
+    """Row counts of the good files by local path, and each bad file's first problem by URI."""
+    stats = (
+        frame.groupBy(_FILE)
+        .agg(
+            F.count(F.lit(1)).alias("rows"),
+            F.count(F.col(_CORRUPT)).alias("bad"),
+            F.first(F.col(_CORRUPT), ignorenulls=True).alias("first_bad"),
+        )
+        .collect()
+    )
+    counts = {_local_path(row[_FILE]): row["rows"] for row in stats if not row["bad"]}
+    problems = {
+        row[_FILE]: first_problem(source, columns, row["first_bad"]) for row in stats if row["bad"]
+    }
+    return counts, problems
+
+
+def _is_malformed(error: Exception) -> bool:
+    return isinstance(error, _Malformed) or "MALFORMED_RECORD_IN_PARSING" in str(error)
+
+
+def load(
+    spark: SparkSession,
+    catalog: Catalog,
+    table: TableEntry,
+    source: VolumeSource,
+    store: VolumeStore,
+    files: list[FileInfo],
+    *,
+    fence: int,
+    pipe: str | None = None,
+) -> LoadOutcome:
+    """Load `files` (already filtered to pending ones) into `table` in one commit; `fence` is
+    the table's newest version when `reconcile` brought the index up to date.
+
+    One pass when every record fits (the usual case); otherwise a second, cached pass sorts the
+    bad files out so that the good ones still load."""
+    if not files:
+        return LoadOutcome(table.name, None, [], [])
+    columns = target_columns(table, source)
+    local = {str(store.local_path(info.relative_path)): info for info in files}
+    now = now_utc()
+    failed: list[LoadRecord] = []
+    if source.file_format == "PARQUET":
+        for path, problem in _unreadable_parquet(spark, list(local)).items():
+            failed.append(_record(local.pop(path), now, LOAD_FAILED, 0, problem, pipe, None))
+    version = None
+    good: list[tuple[FileInfo, int]] = []
+    if local:
+        try:
+            good = _good(local, _rows_per_file(spark, source, columns, list(local)))
+            rows = _parse(spark, source, columns, list(local), strict=True)
+            version = _commit(spark, catalog, table, rows, columns, good, now, pipe, fence)
+        except Exception as error:  # a bad record aborts the write before its commit
+            if not _is_malformed(error):
+                raise
+            frame = _parse(spark, source, columns, list(local), strict=False).cache()
+            try:
+                counts, problems = _file_stats(frame, source, columns)
+                for uri, problem in problems.items():
+                    info = local.pop(_local_path(uri))
+                    failed.append(_record(info, now, LOAD_FAILED, 0, problem, pipe, None))
+                good = _good(local, counts)
+                if good:
+                    rows = frame.filter(~F.col(_FILE).isin(list(problems)))
+                    version = _commit(spark, catalog, table, rows, columns, good, now, pipe, fence)
+            finally:
+                frame.unpersist()
+    loaded = [_record(info, now, LOADED, n, None, pipe, version) for info, n in good]
+    # Right after the reconciled version, this commit's records complete the index up to it.
+    mark = version if version == fence + 1 else None
+    catalog.record_loads(table.name, loaded + failed, mark)
+    return LoadOutcome(table.name, version, loaded + failed, [])
+
+
+def _good(local: dict[str, FileInfo], counts: dict[str, int]) -> list[tuple[FileInfo, int]]:
+    return [(info, counts.get(path, 0)) for path, info in local.items()]
+
+
+def _unreadable_parquet(spark: SparkSession, paths: list[str]) -> dict[str, str]:
+    """Parquet files whose footer cannot be read (cut short, not Parquet), with the reason."""
+    problems = {}
+    for path in paths:
+        try:
+            spark.read.parquet(path).schema  # noqa: B018 - reading the footer is the check
+        except Exception as error:  # any Spark read failure means this one file is unreadable
+            problems[path] = f"not a readable Parquet file: {str(error).splitlines()[0][:200]}"
+    return problems
+
+
+def _as_read(columns: tuple[Column, ...]) -> tuple[Column, ...]:
+    """Spark reads CHAR/VARCHAR as STRING; Delta checks the length when the rows are written."""
+    return tuple(
+        Column(c.name, "STRING") if c.type.startswith(("VARCHAR", "CHAR")) else c for c in columns
+    )
+
+
+def _as_table_rows(frame: DataFrame, table: TableEntry, columns: tuple[Column, ...]) -> DataFrame:
+    """The table's columns in its order and types, from the columns the files were read with."""
+    read = {c.name.lower(): c.name for c in columns}
+    return frame.select(
+        *[
+            F.col(f"`{read[c.name.lower()]}`").cast(t.type).alias(t.name)
+            for c, t in zip(table.columns, _as_read(table.columns), strict=True)
+        ]
+    )
+
+
+def _local_path(uri: str) -> str:
+    """Spark's file URI (file:/x or file:///x, percent-encoded) back to the local path."""
+    if not uri.startswith("file:"):
+        return uri
+    return "/" + unquote(uri.removeprefix("file:")).lstrip("/")
+
+
+def _record(
+    info: FileInfo, now: str, status: str, rows: int, error: str | None, pipe: str | None,
+    version: int | None,
+) -> LoadRecord:  # fmt: skip
+    return LoadRecord(
+        info.url, now, info.size, info.last_modified.isoformat(), status, rows, error, pipe, version
+    )
+
+
+def _commit(
+    spark: SparkSession,
+    catalog: Catalog,
+    table: TableEntry,
+    rows: DataFrame,
+    columns: tuple[Column, ...],
+    good: list[tuple[FileInfo, int]],
+    now: str,
+    pipe: str | None,
+    fence: int,
+) -> int:
+    """Append the rows with their files' load records in the same commit; return its version.
+
+    txnVersion `fence` + 1 makes Delta skip the write when another load committed since the
+    reconcile (its txnVersion is at least as high): then the commit is not found by its tag."""
+    tag = uuid.uuid4().hex
+    metadata = json.dumps(
+        {
+            "lake_load": 1,
+            "tag": tag,
+            "pipe": pipe,
+            "time": now,
+            "files": [[i.url, i.size, i.last_modified.isoformat(), n] for i, n in good],
+        }
+    )
+    before = catalog.table(table.name)
+    failpoints.reached(failpoints.BEFORE_COMMIT)
+    (
+        _as_table_rows(rows, table, columns)
+        .write.format("delta")
+        .mode("append")
+        .option("txnAppId", f"lake-load-{table.name}")
+        .option("txnVersion", fence + 1)
+        .option("userMetadata", metadata)
+        .save(table.location)
+    )
+    failpoints.reached(failpoints.AFTER_COMMIT)
+    commit = next(
+        (c for c in history(spark, table.location, 50) if tag in (c.user_metadata or "")), None
+    )
+    if commit is None:
+        raise LakeError(
+            f"another load into {table.name} committed at the same moment; nothing was written",
+            "run the load again: files already loaded are skipped",
+        )
+    inserted = sum(count for _, count in good)
+    record_commit_state(spark, catalog, before, commit.version, (inserted, 0, 0))
+    return commit.version

@@ -1,0 +1,67 @@
+"""EVENT_NOTIFICATION pipes: S3 events from the volume's SQS queue → files to load, no Spark."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lake_assets.connections.entry import ConnectionEntry
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.errors import LakeError
+from lake_assets.core.settings import LakeSettings
+from lake_assets.pipes.engine import pending_for, pipe_copy
+from lake_assets.pipes.entry import PipeEntry
+from lake_assets.pipes.loading import pending_files
+from lake_assets.volumes.entry import VolumeEntry
+from lake_assets.volumes.files import in_scope, store_of
+from resources.storage import FileInfo, S3Store
+from resources.volumes import open_queue
+
+
+@dataclass(frozen=True)
+class Look:
+    """One look at a pipe's queue (and, when due, its volume): what to load and what was seen."""
+
+    pending: list[FileInfo]
+    ignored: list[str]
+    listing: list[FileInfo] | None
+
+
+def look(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry, backfill: bool) -> Look:
+    """Take the queue's messages, keep the created files not loaded yet, then delete them."""
+    copy = pipe_copy(pipe)
+    volume = catalog.get_object(VolumeEntry, pipe.volume)
+    store = store_of(catalog, settings, volume)
+    if not isinstance(store, S3Store):
+        raise LakeError(
+            f"pipe {pipe.name}: volume {volume.name} is not in object storage",
+            f"DROP PIPE {pipe.name} and CREATE it with INGEST_MODE = 'LIST_PURGE'",
+        )
+    connection = catalog.get_object(ConnectionEntry, volume.connection)
+    queue = open_queue(volume, connection, settings.lake_home)
+    received = queue.receive()
+    latest: dict[str, FileInfo | None] = {}
+    for event in sorted(received.events, key=lambda e: e.time):
+        relative = store.relative(event.bucket, event.key)
+        if relative is None or not in_scope(copy.source, volume, relative):
+            continue
+        # A removal drops a created file that is not loaded yet; a later creation brings it back.
+        latest[relative] = (
+            store.file_info(relative, event.size, event.time, event.etag) if event.created else None
+        )
+    created = [info for info in latest.values() if info is not None]
+    days = settings.load_history_days
+    pending = {
+        info.relative_path: info
+        for info in pending_files(catalog, copy.table, created, days, complete=True)
+    }
+    listing = None
+    if backfill:
+        listing = store.list(recursive=volume.recursive)
+        for info in pending_for(catalog, settings, pipe):
+            pending.setdefault(info.relative_path, info)
+    queue.delete(received.receipts)
+    return Look(
+        sorted(pending.values(), key=lambda info: info.relative_path),
+        received.ignored,
+        listing,
+    )

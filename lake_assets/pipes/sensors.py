@@ -1,0 +1,182 @@
+"""Each pipe is a sensor that looks at cheap state only (a listing, the load-history index, an
+SQS queue) and requests runs of its table's ingestion job; it never starts Spark."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from typing import Any
+
+from dagster import (
+    AssetObservation,
+    DagsterInstance,
+    DagsterRunStatus,
+    DefaultSensorStatus,
+    RunRequest,
+    RunsFilter,
+    SensorDefinition,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
+    sensor,
+)
+
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.errors import LakeError
+from lake_assets.core.settings import LakeSettings
+from lake_assets.pipes.engine import pending_for
+from lake_assets.pipes.entry import PipeEntry
+from lake_assets.pipes.notifications import look
+from lake_assets.volumes.defs import listing_digest, listing_metadata, volume_key
+from lake_assets.volumes.entry import VolumeEntry
+from lake_assets.volumes.files import store_of
+from resources.storage import FileInfo
+
+BATCH_TAG = "lake/batch"
+RETRY_AFTER_SECONDS = 30
+_GAVE_UP = [DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED]
+# A run in these states has not listed the volume yet: it will load the files that came since.
+_NOT_YET_LISTED = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING]
+
+
+def ingest_run_config(table: str, pipe: str, files: list[str]) -> dict[str, Any]:
+    """Run config that loads just `files` of one pipe: what its S3 events announced."""
+    return {"ops": {f"ingest_{table}": {"config": {"pipe": pipe, "files": files}}}}
+
+
+def running_pipe(settings: LakeSettings, name: str) -> tuple[Catalog, PipeEntry] | SkipReason:
+    """The pipe as the catalog has it now, or why its sensor skips (dropped or paused)."""
+    catalog = Catalog(settings.catalog_path)
+    current = catalog.find_object(PipeEntry, name)
+    if current is None:
+        return SkipReason(f"pipe {name} was dropped")
+    if current.paused:
+        return SkipReason(
+            f"pipe {name} is PAUSED; ALTER PIPE {name} SET PIPE_EXECUTION_PAUSED = FALSE resumes it"
+        )
+    return catalog, current
+
+
+def volume_observation(volume: str, listing: list[FileInfo]) -> AssetObservation:
+    return AssetObservation(
+        asset_key=volume_key(volume),
+        metadata=listing_metadata(listing),
+        tags={"dagster/data_version": listing_digest(listing)},
+    )
+
+
+def batch_key(pipe: str, files: list[FileInfo]) -> str:
+    """The same files (by URL and ETag) make the same run key, so Dagster runs them once."""
+    batch = hashlib.sha256("\n".join(f"{f.url}\0{f.etag}" for f in files).encode()).hexdigest()
+    return f"{pipe}-{batch[:20]}"
+
+
+def retry_wait(files: int) -> str:
+    """The skip reason while a failed batch waits for its retry."""
+    return f"{files} new files; a run of them failed, retrying soon"
+
+
+def batch_request(
+    instance: DagsterInstance,
+    pipe: str,
+    files: list[FileInfo],
+    run_config: dict[str, Any] | None = None,
+) -> RunRequest | None:
+    """The run that loads a batch of files: asked for once, and again RETRY_AFTER_SECONDS after
+    each run of it failed (a crash loses nothing, and must not stall the pipe); None meanwhile."""
+    batch = batch_key(pipe, files)
+    failed = instance.get_run_records(RunsFilter(tags={BATCH_TAG: batch}, statuses=_GAVE_UP))
+    if failed and time.time() - (failed[0].end_time or 0) < RETRY_AFTER_SECONDS:
+        return None
+    key = f"{batch}-retry{len(failed)}" if failed else batch
+    return RunRequest(run_key=key, run_config=run_config or {}, tags={BATCH_TAG: batch})
+
+
+def pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> SensorDefinition:
+    """Looks at cheap state only (a listing and the load-history index); never starts Spark."""
+
+    @sensor(
+        name=pipe.name,
+        job=job,
+        # The daemon looks at sensors every ~5 s and skips one whose last tick began less than
+        # its minimum interval ago: an interval of exactly 5 s would often wait 10 s.
+        minimum_interval_seconds=max(1, pipe.poll_interval_seconds - 1),
+        default_status=DefaultSensorStatus.RUNNING,
+        description=f"pipe {pipe.name}: {pipe.copy_statement}",
+    )
+    def watch(context: SensorEvaluationContext) -> SensorResult | SkipReason:
+        state = running_pipe(settings, pipe.name)
+        if isinstance(state, SkipReason):
+            return state
+        catalog, current = state
+        volume = catalog.get_object(VolumeEntry, current.volume)
+        listing = store_of(catalog, settings, volume).list(recursive=volume.recursive)
+        observation = volume_observation(volume.name, listing)
+        pending = pending_for(catalog, settings, current)
+        if not pending:
+            return SensorResult(skip_reason="no new files", asset_events=[observation])
+        waiting = RunsFilter(job_name=job.name, statuses=_NOT_YET_LISTED)
+        if context.instance.get_runs(waiting, limit=1):
+            # Another run would queue behind it (one run per table) and find nothing to load.
+            return SensorResult(
+                skip_reason=f"{len(pending)} new files; the queued run of {job.name} loads them",
+                asset_events=[observation],
+            )
+        request = batch_request(context.instance, pipe.name, pending)
+        if request is None:
+            return SensorResult(
+                skip_reason=retry_wait(len(pending)),
+                asset_events=[observation],
+            )
+        return SensorResult(run_requests=[request], asset_events=[observation])
+
+    return watch
+
+
+def event_pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> SensorDefinition:
+    """Reads the queue each tick and lists the volume every BACKFILL_INTERVAL; never starts Spark.
+
+    The cursor keeps when the volume was last listed: `{"listed_at": <epoch seconds>}`."""
+
+    @sensor(
+        name=pipe.name,
+        job=job,
+        minimum_interval_seconds=pipe.poll_interval_seconds,
+        default_status=DefaultSensorStatus.RUNNING,
+        description=f"pipe {pipe.name} (S3 events from SQS): {pipe.copy_statement}",
+    )
+    def watch(context: SensorEvaluationContext) -> SensorResult | SkipReason:
+        state = running_pipe(settings, pipe.name)
+        if isinstance(state, SkipReason):
+            return state
+        catalog, current = state
+        listed_at = float(json.loads(context.cursor or "{}").get("listed_at", 0))
+        now = time.time()
+        backfill = now - listed_at >= current.backfill_interval_seconds
+        try:
+            seen = look(catalog, settings, current, backfill)
+        except LakeError as error:
+            return SkipReason(str(error))
+        if seen.ignored:
+            context.log.info(
+                f"pipe {pipe.name}: deleted {len(seen.ignored)} queue message(s) that are not S3 "
+                f"object events, e.g. {seen.ignored[0]}"
+            )
+        cursor = json.dumps({"listed_at": now if backfill else listed_at})
+        observed = (
+            [] if seen.listing is None else [volume_observation(current.volume, seen.listing)]
+        )
+        if not seen.pending:
+            return SensorResult(skip_reason="no new files", cursor=cursor, asset_events=observed)
+        paths = [info.relative_path for info in seen.pending]
+        config = ingest_run_config(current.table, pipe.name, paths)
+        request = batch_request(context.instance, pipe.name, seen.pending, config)
+        if request is None:
+            # The events are consumed: the next listing (BACKFILL_INTERVAL) finds these files.
+            return SensorResult(
+                skip_reason=retry_wait(len(paths)), cursor=cursor, asset_events=observed
+            )
+        return SensorResult(run_requests=[request], cursor=cursor, asset_events=observed)
+
+    return watch

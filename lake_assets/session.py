@@ -1,0 +1,154 @@
+"""A lakehouse session: runs the seed dialect's statements against the catalog and Spark.
+
+Each statement goes to the kind that owns it (`lake_assets.kinds`); queries, and the SHOW /
+DESC / DROP forms every kind shares, are dispatched here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+
+from pyspark.sql import DataFrame, Row, SparkSession
+
+from lake_assets.core.catalog import Catalog, DynamicTableEntry
+from lake_assets.core.errors import LakeError
+from lake_assets.core.kind import Handler
+from lake_assets.core.results import Result
+from lake_assets.core.settings import LakeSettings
+from lake_assets.core.spark_errors import translate_spark_error
+from lake_assets.kinds import BY_NAME, GRAMMAR, KINDS
+from lake_assets.sql.binding import bind_tables, referenced_tables
+from lake_assets.sql.grammar import StatementError
+from lake_assets.sql.statements import (
+    DescribeObject,
+    Dml,
+    DropObject,
+    Query,
+    ShowObjects,
+    Source,
+    Statement,
+)
+from lake_assets.tables.engine import table_locations
+
+_HANDLERS: dict[type, Handler] = {
+    statement: handler for kind in KINDS for statement, handler in kind.handlers.items()
+}
+_READERS = {source: reader for kind in KINDS for source, reader in kind.readers.items()}
+
+
+class LakeSession:
+    """Statements that only read the catalog (SHOW, DESC) never start Spark."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        settings: LakeSettings,
+        spark: Callable[[], SparkSession],
+        changed: Callable[[str], None] | None = None,
+    ) -> None:
+        """`changed` hears the name of every table or dynamic table a statement committed to."""
+        self.catalog = catalog
+        self.settings = settings
+        self.warehouse = settings.warehouse
+        self._spark = spark
+        self._changed = changed
+
+    @property
+    def spark(self) -> SparkSession:
+        return self._spark()
+
+    def sql(self, text: str) -> list[Result]:
+        """Run a script and collect every result (`run` streams query rows instead)."""
+        results = []
+        for result in self.run(text):
+            result.rows = list(result.rows)
+            results.append(result)
+        return results
+
+    def run(self, text: str) -> Iterator[Result]:
+        """Parse the whole script first, so a typo in its last statement stops all of it."""
+        statements = GRAMMAR.parse_script(text)
+        for number, statement in enumerate(statements, start=1):
+            try:
+                result = self.execute(statement)
+            except LakeError as error:
+                raise StatementError(number, error) from error
+            result.rows = _numbered(result.rows, number)
+            yield result
+
+    def execute(self, statement: Statement) -> Result:
+        """Run one statement; Spark failures come back as LakeErrors that name our tables."""
+        try:
+            return self._dispatch(statement)
+        except LakeError:
+            raise
+        except Exception as error:
+            raise self._translate(error) from error
+
+    def _translate(self, error: Exception) -> Exception:
+        locations = table_locations([*self.catalog.tables(), *self.catalog.dynamic_tables()])
+        return translate_spark_error(error, locations) or error
+
+    def _stream(self, rows: Iterator[Row]) -> Iterator[Row]:
+        """Query rows, with failures found while reading them translated too."""
+        try:
+            yield from rows
+        except LakeError:
+            raise
+        except Exception as error:
+            raise self._translate(error) from error
+
+    def _dispatch(self, statement: Statement) -> Result:
+        match statement:
+            case Query():
+                bound = self.bind(statement)  # before Spark: unknown names fail without a JVM
+                frame = self.spark.sql(bound)
+                return Result(frame.columns, self._stream(frame.toLocalIterator()))
+            case ShowObjects(kind=kind):
+                show = BY_NAME[kind].show
+                assert show is not None
+                return show(self)
+            case DescribeObject(kind=kind):
+                describe = BY_NAME[kind].describe
+                assert describe is not None
+                return describe(self, statement)
+            case DropObject(kind=kind):
+                drop = BY_NAME[kind].drop
+                assert drop is not None
+                return drop(self, statement)
+        return _HANDLERS[type(statement)](self, statement)
+
+    def committing(self, name: str, run: Callable[[], Result]) -> Result:
+        """Run a statement that may commit to `name`; tell `changed` when its version moved."""
+        before = self.catalog.relation(name).version
+        result = run()
+        if self._changed is not None and self.catalog.relation(name).version != before:
+            self._changed(name)
+        return result
+
+    def bind(self, statement: Query | Dml) -> str:
+        """Spark SQL with catalog tables as Delta paths and special sources as temporary views."""
+        relations = {
+            name: self.catalog.relation(name) for name in referenced_tables(statement.expression)
+        }
+        narrowed = {
+            name: [column.name for column in relation.columns]
+            for name, relation in relations.items()
+            if isinstance(relation, DynamicTableEntry) and relation.hidden
+        }
+        bound = bind_tables(statement.expression, lambda name: relations[name].location, narrowed)
+        for placeholder, source in statement.sources.items():
+            self._source_frame(source).createOrReplaceTempView(placeholder)
+        return bound
+
+    def _source_frame(self, source: Source) -> DataFrame:
+        return _READERS[type(source)](self, source)
+
+
+def _numbered(rows: Iterable[Row], number: int) -> Iterator[Row]:
+    """Rows whose failures, found only while reading them, still name their statement."""
+    try:
+        yield from rows
+    except StatementError:
+        raise
+    except LakeError as error:
+        raise StatementError(number, error) from error

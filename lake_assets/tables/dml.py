@@ -1,0 +1,71 @@
+"""INSERT, UPDATE, DELETE and MERGE: one Delta commit each, found again by its commit tag."""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+from pyspark.sql import SparkSession
+
+from lake_assets.core.catalog import Catalog, TableEntry
+from lake_assets.core.delta import (
+    COMMIT_TAG_CONF,
+    history,
+    row_changes,
+    row_count,
+    session_conf,
+)
+from lake_assets.core.results import Result
+from lake_assets.sql.statements import Dml
+
+if TYPE_CHECKING:
+    from lake_assets.session import LakeSession
+
+# A commit is looked for among this many newest ones (other writers may have committed since).
+_HISTORY_WINDOW = 50
+
+
+def execute_dml(session: LakeSession, stmt: Dml) -> Result:
+    bound = session.bind(stmt)  # before Spark: unknown names fail without a JVM
+    return session.committing(
+        stmt.target, lambda: run_dml(session.spark, session.catalog, stmt, bound)
+    )
+
+
+def run_dml(spark: SparkSession, catalog: Catalog, stmt: Dml, bound_sql: str) -> Result:
+    """Run a bound DML statement and record the table's new version and row count."""
+    target = catalog.table(stmt.target)
+    tag = f"lake-statement-{uuid.uuid4().hex}"
+    with session_conf(spark, {COMMIT_TAG_CONF: tag}):
+        spark.sql(bound_sql).collect()
+    commit = next(
+        (c for c in history(spark, target.location, _HISTORY_WINDOW) if c.user_metadata == tag),
+        None,
+    )
+    if commit is None:
+        return Result.status(f"{stmt.operation}: no change to {stmt.target}")
+    version = commit.version
+    changes = row_changes(commit.operation, commit.operation_metrics)
+    rows = record_commit_state(spark, catalog, target, version, changes)
+    inserted, updated, deleted = changes or ("?", "?", "?")
+    return Result.status(
+        f"{stmt.operation}: {inserted} inserted, {updated} updated, {deleted} deleted; "
+        f"{stmt.target} is at version {version} with {rows} rows"
+    )
+
+
+def record_commit_state(
+    spark: SparkSession,
+    catalog: Catalog,
+    before: TableEntry,
+    version: int,
+    changes: tuple[int, int, int] | None,
+) -> int:
+    """Record a commit's version and row count; return the count."""
+    if changes is not None and before.version == version - 1 and before.row_count is not None:
+        # The commit directly follows the state we know: its metrics give the count exactly.
+        rows = before.row_count + changes[0] - changes[2]
+    else:
+        rows = row_count(spark, before.location, version)
+    catalog.record_table_state(before, version, rows)
+    return rows

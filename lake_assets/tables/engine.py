@@ -1,0 +1,160 @@
+"""Table DDL and metadata statements: CREATE, DROP, ALTER … SET PROPERTIES, DESC, SHOW, HISTORY."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from typing import TYPE_CHECKING
+
+from pyspark.sql import SparkSession
+
+from lake_assets.core.catalog import Catalog, DynamicTableEntry, TableEntry, unknown_table
+from lake_assets.core.delta import delta_ref, history, quote_name, row_changes, sql_string
+from lake_assets.core.errors import LakeError
+from lake_assets.core.results import Result
+from lake_assets.tables.grammar import (
+    AlterTableProperties,
+    CreateTable,
+    DescribeHistory,
+    DescribeTable,
+    DropTable,
+    ShowTables,
+)
+
+if TYPE_CHECKING:
+    from lake_assets.session import LakeSession
+
+# Seed table properties and the Delta properties they map to.
+_DELTA_PROPERTIES = {"change_tracking": "delta.enableChangeDataFeed"}
+_BOOLEAN_VALUES = ("true", "false")
+
+
+def _delta_properties(properties: dict[str, str]) -> dict[str, str]:
+    mapped: dict[str, str] = {}
+    for key, value in properties.items():
+        if key not in _DELTA_PROPERTIES:
+            raise LakeError(
+                f"unknown table property '{key}'",
+                f"use one of: {', '.join(sorted(_DELTA_PROPERTIES))}",
+            )
+        if value.lower() not in _BOOLEAN_VALUES:
+            raise LakeError(
+                f"property '{key}' must be 'true' or 'false', not '{value}'", "fix the value"
+            )
+        mapped[_DELTA_PROPERTIES[key]] = value.lower()
+    return mapped
+
+
+def create_table(session: LakeSession, stmt: CreateTable) -> Result:
+    catalog = session.catalog
+    if catalog.find_table(stmt.name) is not None:
+        if stmt.if_not_exists:
+            return Result.status(f"table {stmt.name} already exists; nothing to do")
+        raise LakeError(
+            f"table {stmt.name} already exists",
+            "use CREATE TABLE IF NOT EXISTS, pick another name, or DROP it first",
+        )
+    # A fresh directory per table: a dropped table's files can never leak into a new one.
+    location = str(session.warehouse / f"{stmt.name}-{uuid.uuid4().hex[:12]}")
+    columns = ", ".join(
+        f"{quote_name(column.name)} {column.type}"
+        + (f" COMMENT {sql_string(column.comment)}" if column.comment else "")
+        for column in stmt.columns
+    )
+    comment = f" COMMENT {sql_string(stmt.comment)}" if stmt.comment else ""
+    session.spark.sql(f"CREATE TABLE {delta_ref(location)} ({columns}) USING delta{comment}")
+    try:
+        entry = catalog.add_table(TableEntry(stmt.name, location, stmt.columns, stmt.comment))
+    except LakeError:
+        remove_files(location)
+        raise
+    catalog.record_table_state(entry, 0, 0)
+    return Result.status(f"created table {stmt.name}")
+
+
+def drop_table(session: LakeSession, stmt: DropTable) -> Result:
+    catalog = session.catalog
+    if catalog.find_dynamic_table(stmt.name) is not None:
+        raise LakeError(
+            f"{stmt.name} is a dynamic table", f"drop it with DROP DYNAMIC TABLE {stmt.name}"
+        )
+    readers = catalog.dynamic_readers(stmt.name)
+    if readers:
+        raise LakeError(
+            f"table {stmt.name} is read by dynamic table {readers[0]}",
+            f"drop dynamic table {readers[0]} first",
+        )
+    entry = catalog.remove_table(stmt.name)
+    if entry is None:
+        if stmt.if_exists:
+            return Result.status(f"table {stmt.name} does not exist; nothing to do")
+        raise unknown_table(stmt.name)
+    remove_files(entry.location)
+    return Result.status(f"dropped table {stmt.name}")
+
+
+def remove_files(location: str) -> None:
+    """Delete a table's files when they are on the local filesystem."""
+    if "://" not in location:
+        shutil.rmtree(location, ignore_errors=True)
+
+
+def alter_properties(session: LakeSession, stmt: AlterTableProperties) -> Result:
+    set_properties(session.spark, session.catalog, stmt.name, stmt.properties)
+    return Result.status(f"altered table {stmt.name}")
+
+
+def enable_change_tracking(spark: SparkSession, catalog: Catalog, name: str) -> None:
+    """Turn on the change data feed, for readers of the table's changes."""
+    set_properties(spark, catalog, name, {"change_tracking": "true"})
+
+
+def set_properties(
+    spark: SparkSession, catalog: Catalog, name: str, properties: dict[str, str]
+) -> None:
+    entry = catalog.table(name)
+    delta = _delta_properties(properties)
+    assignments = ", ".join(
+        f"{sql_string(key)} = {sql_string(value)}" for key, value in delta.items()
+    )
+    spark.sql(f"ALTER TABLE {delta_ref(entry.location)} SET TBLPROPERTIES ({assignments})")
+    catalog.set_table_properties(name, {key: value.lower() for key, value in properties.items()})
+
+
+def describe_table(session: LakeSession, stmt: DescribeTable) -> Result:
+    entry = session.catalog.relation(stmt.name)
+    return Result(
+        ["column_name", "data_type", "comment"],
+        [(column.name, column.type, column.comment) for column in entry.columns],
+    )
+
+
+def show_tables(session: LakeSession, stmt: ShowTables) -> Result:
+    return Result(
+        ["name", "kind", "change_tracking", "rows", "version", "comment", "created_at"],
+        [
+            (e.name, "TABLE", e.change_tracking, e.row_count, e.version, e.comment, e.created_at)
+            for e in session.catalog.tables()
+        ],
+    )
+
+
+def describe_history(session: LakeSession, stmt: DescribeHistory) -> Result:
+    entry = session.catalog.relation(stmt.name)
+    return Result(
+        ["version", "timestamp", "operation", "rows_inserted", "rows_updated", "rows_deleted"],
+        [
+            (
+                commit.version,
+                commit.timestamp,
+                commit.operation,
+                *(row_changes(commit.operation, commit.operation_metrics) or (None,) * 3),
+            )
+            for commit in history(session.spark, entry.location)
+        ],
+    )
+
+
+def table_locations(entries: list[TableEntry | DynamicTableEntry]) -> dict[str, str]:
+    """Location → name, so errors can say the table's name instead of its path."""
+    return {entry.location: entry.name for entry in entries}

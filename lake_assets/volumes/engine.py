@@ -1,0 +1,122 @@
+"""External volumes: CREATE, REFRESH, COPY INTO VOLUME, SHOW / DESC, and the relations
+`VOLUME v …` and `DIRECTORY(VOLUME v)` read in queries."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from typing import TYPE_CHECKING
+
+from pyspark.sql import DataFrame
+
+from lake_assets.core.catalog import now_utc
+from lake_assets.core.errors import LakeError
+from lake_assets.core.results import Result
+from lake_assets.sql.statements import DescribeObject
+from lake_assets.volumes import files
+from lake_assets.volumes.entry import VolumeEntry
+from lake_assets.volumes.grammar import (
+    CopyIntoVolume,
+    CreateVolume,
+    DirectorySource,
+    RefreshVolume,
+    VolumeSource,
+)
+from resources.storage import split_location
+
+if TYPE_CHECKING:
+    from lake_assets.session import LakeSession
+
+
+def create_volume(session: LakeSession, stmt: CreateVolume) -> Result:
+    catalog, settings = session.catalog, session.settings
+    if catalog.find_object(VolumeEntry, stmt.name) is not None:
+        if stmt.if_not_exists:
+            return Result.status(f"volume {stmt.name} already exists; nothing to do")
+        raise LakeError(f"volume {stmt.name} already exists", "pick another name or DROP it first")
+    split_location(stmt.location)
+    directory = str(settings.warehouse / "_directories" / f"{stmt.name}-{uuid.uuid4().hex[:12]}")
+    entry = VolumeEntry(
+        name=stmt.name,
+        created_at=now_utc(),
+        location=stmt.location,
+        connection=stmt.connection,
+        directory_enabled=stmt.directory_enabled,
+        auto_refresh=stmt.auto_refresh,
+        recursive=stmt.recursive,
+        comment=stmt.comment,
+        directory_location=directory,
+        queue_type=stmt.queue_type,
+        queue_name=stmt.queue_name,
+    )
+    store = files.store_of(catalog, settings, entry)
+    files.create_directory_table(session.spark, directory)
+    catalog.add_object(entry)
+    files.refresh_directory(session.spark, entry, store)
+    return Result.status(f"created volume {stmt.name}")
+
+
+def refresh_volume(session: LakeSession, stmt: RefreshVolume) -> Result:
+    volume = session.catalog.get_object(VolumeEntry, stmt.name)
+    store = files.store_of(session.catalog, session.settings, volume)
+    return Result.status(files.refresh_directory(session.spark, volume, store))
+
+
+def copy_into_volume(session: LakeSession, stmt: CopyIntoVolume) -> Result:
+    volume = session.catalog.get_object(VolumeEntry, stmt.volume)
+    store = files.store_of(session.catalog, session.settings, volume)
+    if stmt.table is not None:
+        location = session.catalog.table(stmt.table).location
+        frame = session.spark.read.format("delta").load(location)
+    else:
+        assert stmt.query is not None
+        frame = session.spark.sql(session.bind(stmt.query))
+    staging = session.settings.lake_home / "tmp"
+    return files.copy_into_volume(volume, store, frame, stmt, staging)
+
+
+def read_volume(session: LakeSession, source: VolumeSource) -> DataFrame:
+    volume = session.catalog.get_object(VolumeEntry, source.volume)
+    store = files.store_of(session.catalog, session.settings, volume)
+    return files.read_files(session.spark, source, store, files.source_files(source, volume, store))
+
+
+def read_directory(session: LakeSession, source: DirectorySource) -> DataFrame:
+    volume = session.catalog.get_object(VolumeEntry, source.volume)
+    store = files.store_of(session.catalog, session.settings, volume)
+    return files.directory_frame(session.spark, volume, store)
+
+
+def show_volumes(session: LakeSession) -> Result:
+    return Result(
+        ["name", "location", "connection", "auto_refresh", "comment", "created_at"],
+        [
+            (v.name, v.location, v.connection, v.auto_refresh, v.comment, v.created_at)
+            for v in session.catalog.objects(VolumeEntry)
+        ],
+    )
+
+
+def describe_volume(session: LakeSession, stmt: DescribeObject) -> Result:
+    volume = session.catalog.get_object(VolumeEntry, stmt.name)
+    store = files.store_of(session.catalog, session.settings, volume)
+    listing = store.list(recursive=volume.recursive)
+    users = session.catalog.users_of(VolumeEntry, volume.name)
+    return Result.properties(
+        name=volume.name,
+        location=volume.location,
+        connection=volume.connection,
+        directory_enabled=volume.directory_enabled,
+        auto_refresh=volume.auto_refresh,
+        recursive=volume.recursive,
+        notification=f"{volume.queue_type}:{volume.queue_name}" if volume.queue_name else None,
+        files=len(listing),
+        bytes=sum(info.size for info in listing),
+        pipes=", ".join(user.removeprefix("pipe ") for user in users) or None,
+        comment=volume.comment,
+        created_at=volume.created_at,
+    )
+
+
+def remove_directory_table(volume: VolumeEntry) -> None:
+    shutil.rmtree(volume.directory_location, ignore_errors=True)

@@ -1,0 +1,183 @@
+"""A volume's files: its store, its directory table, reading files as rows, exporting rows."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
+
+from lake_assets.connections.entry import ConnectionEntry
+from lake_assets.core.catalog import Catalog, Column
+from lake_assets.core.delta import delta_ref
+from lake_assets.core.errors import LakeError
+from lake_assets.core.results import Result
+from lake_assets.core.settings import LakeSettings
+from lake_assets.volumes.entry import VolumeEntry
+from lake_assets.volumes.grammar import CopyIntoVolume, VolumeSource
+from resources.storage import FileInfo, VolumeStore, inside
+from resources.volumes import open_store
+
+DIRECTORY_SCHEMA = StructType(
+    [
+        StructField("relative_path", StringType(), False),
+        StructField("size", LongType(), False),
+        StructField("last_modified_time", TimestampType(), False),
+        StructField("url", StringType(), False),
+        StructField("etag", StringType(), False),
+    ]
+)
+_EXTENSIONS = {"CSV": "csv", "PARQUET": "parquet", "JSON": "json"}
+
+
+def store_of(catalog: Catalog, settings: LakeSettings, volume: VolumeEntry) -> VolumeStore:
+    connection = catalog.get_object(ConnectionEntry, volume.connection)
+    return open_store(volume, connection, settings.lake_home)
+
+
+def create_directory_table(spark: SparkSession, location: str) -> None:
+    """An empty directory table with change data feed, for volume streams to read."""
+    (
+        spark.createDataFrame([], DIRECTORY_SCHEMA)
+        .write.format("delta")
+        .option("delta.enableChangeDataFeed", "true")
+        .save(location)
+    )
+
+
+def refresh_directory(spark: SparkSession, volume: VolumeEntry, store: VolumeStore) -> str:
+    """Bring the directory table in line with a fresh listing, as one MERGE."""
+    files = store.list(recursive=volume.recursive)
+    listing = spark.createDataFrame(
+        [
+            (f.relative_path, f.size, f.last_modified.replace(tzinfo=None), f.url, f.etag)
+            for f in files
+        ],
+        DIRECTORY_SCHEMA,
+    )
+    listing.createOrReplaceTempView("__lake_listing")
+    spark.sql(
+        f"""MERGE INTO {delta_ref(volume.directory_location)} d
+        USING __lake_listing l ON d.relative_path = l.relative_path
+        WHEN MATCHED AND (d.etag <> l.etag OR d.size <> l.size) THEN UPDATE SET *
+        WHEN NOT MATCHED THEN INSERT *
+        WHEN NOT MATCHED BY SOURCE THEN DELETE"""
+    ).collect()
+    return f"refreshed volume {volume.name}: {len(files)} files"
+
+
+def directory_frame(spark: SparkSession, volume: VolumeEntry, store: VolumeStore) -> DataFrame:
+    """DIRECTORY(VOLUME v); volumes with AUTO_REFRESH are refreshed first."""
+    if not volume.directory_enabled:
+        raise LakeError(
+            f"volume {volume.name} has no directory table",
+            "create it with DIRECTORY = (ENABLE = TRUE)",
+        )
+    if volume.auto_refresh:
+        refresh_directory(spark, volume, store)
+    return spark.read.format("delta").load(volume.directory_location)
+
+
+def source_files(source: VolumeSource, volume: VolumeEntry, store: VolumeStore) -> list[FileInfo]:
+    """The files a VOLUME source names: FILES(…) (relative to SUBDIRECTORY, if any) or all."""
+    folder = inside(source.subdirectory or "", "SUBDIRECTORY")
+    listed = store.list(folder, recursive=volume.recursive or source.files is not None)
+    if source.files is None:
+        return listed
+    by_path = {info.relative_path: info for info in listed}
+    wanted = []
+    for name in source.files:
+        path = inside(_joined(folder, name), "FILES entry")
+        if path not in by_path:
+            raise LakeError(
+                f"file {name} is not in volume {volume.name}",
+                f"list the files with SELECT * FROM DIRECTORY(VOLUME {volume.name})",
+            )
+        wanted.append(by_path[path])
+    return wanted
+
+
+def in_scope(source: VolumeSource, volume: VolumeEntry, relative: str) -> bool:
+    """Whether the COPY's source takes this volume path: the paths source_files would list."""
+    folder = inside(source.subdirectory or "", "SUBDIRECTORY")
+    if source.files is not None:
+        return relative in {inside(_joined(folder, name), "FILES entry") for name in source.files}
+    if folder and not relative.startswith(f"{folder}/"):
+        return False
+    rest = relative[len(folder) + 1 :] if folder else relative
+    return volume.recursive or "/" not in rest
+
+
+def named_files(
+    source: VolumeSource, volume: VolumeEntry, store: VolumeStore, paths: list[str]
+) -> list[FileInfo]:
+    """The named volume paths that the COPY takes and that exist now (events can be stale)."""
+    found = []
+    for relative in sorted(set(paths)):
+        if in_scope(source, volume, inside(relative)) and (info := store.stat(relative)):
+            found.append(info)
+    return found
+
+
+def reader_options(source: VolumeSource) -> dict[str, str]:
+    options = dict(source.options)
+    if source.file_format == "JSON":
+        options.setdefault("multiLine", "false")
+    return options
+
+
+def read_files(
+    spark: SparkSession, source: VolumeSource, store: VolumeStore, files: list[FileInfo]
+) -> DataFrame:
+    """SELECT … FROM VOLUME v …: CSV without header or column list names columns f0, f1, …"""
+    paths = [str(store.local_path(info.relative_path)) for info in files]
+    reader = spark.read.format(source.file_format.lower()).options(**reader_options(source))
+    if source.columns:
+        reader = reader.schema(column_ddl(source.columns))
+    if not paths:
+        return spark.createDataFrame([], column_ddl(source.columns) or StructType([]))
+    frame = reader.load(paths)
+    header = source.options.get("header", "false").lower() == "true"
+    if source.file_format == "CSV" and not source.columns and not header:
+        frame = frame.toDF(*[f"f{i}" for i in range(len(frame.columns))])
+    return frame
+
+
+def column_ddl(columns: tuple[Column, ...] | None) -> str:
+    return ", ".join(f"`{c.name}` {c.type}" for c in columns or ())
+
+
+def copy_into_volume(
+    volume: VolumeEntry,
+    store: VolumeStore,
+    frame: DataFrame,
+    stmt: CopyIntoVolume,
+    staging_root: Path,
+) -> Result:
+    """Write the rows as one file per Spark partition named partNNNNN.<ext> under SUBDIRECTORY."""
+    folder = inside(stmt.subdirectory, "SUBDIRECTORY")
+    extension = _EXTENSIONS[stmt.file_format]
+    staging = staging_root / f"export-{uuid.uuid4().hex}"
+    try:
+        frame.coalesce(1).write.format(stmt.file_format.lower()).options(**stmt.options).save(
+            str(staging)
+        )
+        parts = sorted(staging.glob(f"part-*.{extension}*"))
+        taken = {info.relative_path for info in store.list(folder, recursive=False)}
+        number = 1
+        written = []
+        for part in parts:
+            while (name := _joined(folder, f"part{number:05d}.{extension}")) in taken:
+                number += 1
+            store.put(part, name)
+            taken.add(name)
+            written.append(name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return Result.status(f"exported to volume {volume.name}: {', '.join(written) or 'no files'}")
+
+
+def _joined(folder: str, name: str) -> str:
+    return f"{folder}/{name}" if folder else name

@@ -1,0 +1,329 @@
+"""The SQLite catalog: table registration, properties, commit state, and many writers at once."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import queue
+import traceback
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lake_assets.core.catalog import Catalog, Column, TableEntry
+from lake_assets.core.errors import LakeError
+
+COLUMNS = (Column("id", "BIGINT", "Order ID"), Column("amount", "DECIMAL(10,2)"))
+
+
+def entry(name: str, **changes: Any) -> TableEntry:
+    fields: dict[str, Any] = {"location": f"/warehouse/{name}-abc", "columns": COLUMNS, **changes}
+    return TableEntry(name=name, **fields)
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> Catalog:
+    return Catalog(tmp_path / "lake" / "catalog.db")
+
+
+# One process
+
+
+def test_a_new_catalog_creates_its_directory_and_is_empty(tmp_path):
+    path = tmp_path / "not" / "yet" / "there" / "catalog.db"
+    catalog = Catalog(path)
+    assert path.is_file()
+    assert catalog.tables() == []
+
+
+def test_added_table_can_be_found_with_all_its_fields(catalog):
+    added = catalog.add_table(entry("sales", comment="Sales", properties={"owner": "ops"}))
+    found = catalog.find_table("sales")
+    assert found == added
+    assert found.location == "/warehouse/sales-abc"
+    assert found.columns == COLUMNS
+    assert found.comment == "Sales"
+    assert found.properties == {"owner": "ops"}
+    assert found.created_at.endswith("+00:00")
+    assert (found.version, found.row_count) == (None, None)
+
+
+def test_find_table_of_an_unknown_name_is_none(catalog):
+    assert catalog.find_table("nope") is None
+
+
+def test_table_of_an_unknown_name_says_how_to_find_names(catalog):
+    with pytest.raises(LakeError) as caught:
+        catalog.table("nope")
+    assert caught.value.what == "table nope does not exist"
+    assert "SHOW TABLES" in caught.value.fix
+    assert "CREATE TABLE" in caught.value.fix
+
+
+def test_adding_an_existing_name_fails(catalog):
+    catalog.add_table(entry("sales"))
+    with pytest.raises(LakeError) as caught:
+        catalog.add_table(entry("sales", comment="another"))
+    assert caught.value.what == "table sales already exists"
+    assert "IF NOT EXISTS" in caught.value.fix
+    assert catalog.table("sales").comment is None
+
+
+def test_tables_are_listed_by_name(catalog):
+    for name in ("orders", "customers", "sales"):
+        catalog.add_table(entry(name))
+    assert [table.name for table in catalog.tables()] == ["customers", "orders", "sales"]
+
+
+def test_remove_table_returns_what_it_was(catalog):
+    added = catalog.add_table(entry("sales"))
+    assert catalog.remove_table("sales") == added
+    assert catalog.find_table("sales") is None
+    assert catalog.tables() == []
+
+
+def test_remove_of_an_unknown_table_is_none(catalog):
+    assert catalog.remove_table("nope") is None
+
+
+def test_a_removed_name_can_be_added_again(catalog):
+    catalog.add_table(entry("sales"))
+    catalog.remove_table("sales")
+    catalog.add_table(entry("sales", comment="second"))
+    assert catalog.table("sales").comment == "second"
+
+
+def test_set_table_properties_merges_with_existing_ones(catalog):
+    catalog.add_table(entry("sales", properties={"owner": "ops", "change_tracking": "false"}))
+    updated = catalog.set_table_properties("sales", {"change_tracking": "true"})
+    assert updated.properties == {"owner": "ops", "change_tracking": "true"}
+    assert catalog.table("sales").properties == {"owner": "ops", "change_tracking": "true"}
+    assert catalog.table("sales").change_tracking is True
+
+
+def test_set_table_properties_of_an_unknown_table_fails(catalog):
+    with pytest.raises(LakeError, match="table nope does not exist"):
+        catalog.set_table_properties("nope", {"change_tracking": "true"})
+
+
+@pytest.mark.parametrize(
+    ("properties", "expected"),
+    [({}, False), ({"change_tracking": "TRUE"}, True), ({"change_tracking": "no"}, False)],
+)
+def test_change_tracking_reads_the_property(properties, expected):
+    assert entry("t", properties=properties).change_tracking is expected
+
+
+def test_record_table_state_shows_on_the_table(catalog):
+    catalog.add_table(entry("sales"))
+    catalog.record_table_state(catalog.table("sales"), 0, 0)
+    catalog.record_table_state(catalog.table("sales"), 3, 42)
+    table = catalog.table("sales")
+    assert (table.version, table.row_count) == (3, 42)
+    assert [(t.version, t.row_count) for t in catalog.tables()] == [(3, 42)]
+
+
+def test_an_older_version_never_overwrites_a_newer_one(catalog):
+    catalog.add_table(entry("sales"))
+    catalog.record_table_state(catalog.table("sales"), 5, 50)
+    catalog.record_table_state(catalog.table("sales"), 4, 40)
+    catalog.record_table_state(catalog.table("sales"), 5, 999)
+    table = catalog.table("sales")
+    assert (table.version, table.row_count) == (5, 50)
+
+
+def test_removing_a_table_forgets_its_state(catalog):
+    catalog.add_table(entry("sales"))
+    catalog.record_table_state(catalog.table("sales"), 7, 70)
+    catalog.remove_table("sales")
+    catalog.add_table(entry("sales"))
+    catalog.record_table_state(catalog.table("sales"), 0, 0)
+    table = catalog.table("sales")
+    assert (table.version, table.row_count) == (0, 0)
+
+
+def test_a_late_commit_of_a_dropped_table_does_not_stick_to_a_new_table_of_that_name(catalog):
+    dropped = catalog.add_table(entry("sales"))
+    catalog.record_table_state(dropped, 5, 50)
+    catalog.remove_table("sales")
+    catalog.record_table_state(dropped, 6, 60)  # a writer that committed just before the DROP
+    recreated = catalog.add_table(entry("sales", location="/warehouse/sales-new"))
+    catalog.record_table_state(dropped, 7, 70)  # ... or whose record lands after the re-CREATE
+    catalog.record_table_state(recreated, 0, 0)  # what CREATE TABLE records
+    table = catalog.table("sales")
+    assert (table.version, table.row_count) == (0, 0)
+
+
+def test_a_second_catalog_on_the_same_file_sees_everything(tmp_path):
+    path = tmp_path / "catalog.db"
+    first = Catalog(path)
+    first.add_table(entry("sales", comment="Sales", properties={"change_tracking": "true"}))
+    first.add_table(entry("orders"))
+    first.record_table_state(first.table("sales"), 2, 20)
+    first.remove_table("orders")
+
+    restarted = Catalog(path)
+    assert [table.name for table in restarted.tables()] == ["sales"]
+    sales = restarted.table("sales")
+    assert sales == first.table("sales")
+    assert (sales.comment, sales.change_tracking, sales.version, sales.row_count) == (
+        "Sales",
+        True,
+        2,
+        20,
+    )
+
+
+# Many processes: each worker is a fresh interpreter, started once for the whole module.
+# "spawn" is what Dagster's multiprocess executor uses; each spawned interpreter imports
+# dagster (through lake_assets.core.catalog), about 1.5 s of CPU. "forkserver" (with the preload
+# below) shares one such import and starts the four workers in about a quarter of the time.
+START_METHOD = "spawn"
+WORKERS = 4
+TABLES_PER_WORKER = 25
+
+
+def _serve(inbox: Any, outbox: Any) -> None:
+    outbox.put(("ready", None))
+    for function, args in iter(inbox.get, None):
+        try:
+            outbox.put(("ok", function(*args)))
+        except BaseException:
+            outbox.put(("failed", traceback.format_exc()))
+    # Every result has been received; skip the slow teardown of the imported modules.
+    os._exit(0)
+
+
+class Workers:
+    """Processes that each run the task they are given; task i goes to process i."""
+
+    def __init__(self, count: int) -> None:
+        context = multiprocessing.get_context(START_METHOD)
+        if START_METHOD == "forkserver":
+            context.set_forkserver_preload([__name__])
+        self.inboxes = [context.Queue() for _ in range(count)]
+        self.outboxes = [context.Queue() for _ in range(count)]
+        self.processes = [
+            context.Process(target=_serve, args=(inbox, outbox), daemon=True)
+            for inbox, outbox in zip(self.inboxes, self.outboxes, strict=True)
+        ]
+        for process in self.processes:
+            process.start()
+        for worker in range(count):
+            self._receive(worker)
+
+    def _receive(self, worker: int) -> Any:
+        try:
+            status, value = self.outboxes[worker].get(timeout=60)
+        except queue.Empty:
+            pytest.fail(f"worker process {worker} did not answer within 60 s")
+        if status == "failed":
+            pytest.fail(f"worker process {worker} failed:\n{value}")
+        return value
+
+    def run(self, tasks: list[tuple[Callable[..., Any], tuple[Any, ...]]]) -> list[Any]:
+        """Hand every task to its own process at once; their results, in task order."""
+        assert len(tasks) <= len(self.processes)
+        for inbox, task in zip(self.inboxes, tasks, strict=False):
+            inbox.put(task)
+        return [self._receive(worker) for worker in range(len(tasks))]
+
+    def stop(self) -> None:
+        for inbox in self.inboxes:
+            inbox.put(None)
+        for process in self.processes:
+            process.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def workers() -> Iterator[Workers]:
+    pool = Workers(WORKERS)
+    yield pool
+    pool.stop()
+
+
+def _add_tables_and_record_state(path: str, worker: int, versions: list[int]) -> list[str]:
+    """Add this worker's tables, recording a commit of table `shared` after each one."""
+    catalog = Catalog(Path(path))
+    errors = []
+    for number, version in enumerate(versions):
+        try:
+            catalog.add_table(entry(f"w{worker}_t{number:02d}"))
+        except LakeError as error:
+            errors.append(error.what)
+        catalog.record_table_state(catalog.table("shared"), version, version * 10)
+    return errors
+
+
+def _add_tables(path: str, names: list[str]) -> tuple[list[str], list[str]]:
+    """Try to add every name; the names this process won, and the errors of those it lost."""
+    catalog = Catalog(Path(path))
+    won, errors = [], []
+    for name in names:
+        try:
+            catalog.add_table(entry(name))
+            won.append(name)
+        except LakeError as error:
+            errors.append(error.what)
+    return won, errors
+
+
+def test_processes_adding_tables_and_recording_state_at_once(workers, tmp_path):
+    path = tmp_path / "catalog.db"
+    Catalog(path).add_table(entry("shared"))
+    # Versions 0..99 spread over the workers; half of them send theirs newest first.
+    versions = [list(range(w, WORKERS * TABLES_PER_WORKER, WORKERS)) for w in range(WORKERS)]
+    for w in (0, 2):
+        versions[w].reverse()
+
+    errors = workers.run(
+        [(_add_tables_and_record_state, (str(path), w, versions[w])) for w in range(WORKERS)]
+    )
+
+    assert errors == [[]] * WORKERS
+    tables = Catalog(path).tables()
+    expected = {f"w{w}_t{n:02d}" for w in range(WORKERS) for n in range(TABLES_PER_WORKER)}
+    assert len(tables) == WORKERS * TABLES_PER_WORKER + 1
+    assert {table.name for table in tables} == expected | {"shared"}
+    shared = Catalog(path).table("shared")
+    assert (shared.version, shared.row_count) == (99, 990)
+
+
+def test_processes_racing_to_add_the_same_names_each_name_won_once(workers, tmp_path):
+    path = tmp_path / "catalog.db"
+    Catalog(path)
+    names = [f"same_{number:02d}" for number in range(40)]
+
+    (won_a, errors_a), (won_b, errors_b) = workers.run(
+        [(_add_tables, (str(path), names)), (_add_tables, (str(path), names))]
+    )
+
+    assert sorted(won_a + won_b) == names
+    assert len(errors_a) + len(errors_b) == len(names)
+    assert sorted(errors_a + errors_b) == sorted(
+        f"table {name} already exists" for name in won_a + won_b
+    )
+    assert [table.name for table in Catalog(path).tables()] == names
+
+
+def test_processes_racing_to_add_one_name_exactly_one_succeeds(workers, tmp_path):
+    path = tmp_path / "catalog.db"
+    Catalog(path)
+
+    results = workers.run([(_add_tables, (str(path), ["sales"]))] * WORKERS)
+
+    winners = [won for won, _ in results if won]
+    errors = [error for _, lost in results for error in lost]
+    assert winners == [["sales"]]
+    assert errors == ["table sales already exists"] * (WORKERS - 1)
+
+
+def test_processes_opening_a_new_catalog_file_at_once(workers, tmp_path):
+    path = tmp_path / "fresh" / "catalog.db"
+
+    results = workers.run([(_add_tables, (str(path), [f"t{w}"])) for w in range(WORKERS)])
+
+    assert results == [([f"t{w}"], []) for w in range(WORKERS)]
+    assert [table.name for table in Catalog(path).tables()] == [f"t{w}" for w in range(WORKERS)]

@@ -1,0 +1,59 @@
+"""The transaction-log history reader against Delta's own DESCRIBE HISTORY, and session settings
+scoped to a block."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from lake_assets.core.delta import delta_ref, history, session_conf
+
+
+def test_the_log_reader_shows_what_describe_history_shows(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    location = str(tmp_path / "t")
+    spark.sql(f"CREATE TABLE {delta_ref(location)} (id BIGINT, v STRING) USING delta")
+    rows = spark.createDataFrame([(1, "a"), (2, "b"), (3, None)], "id BIGINT, v STRING")
+    rows.write.format("delta").mode("append").option("userMetadata", '{"tag": 1}').save(location)
+    spark.sql(f"UPDATE {delta_ref(location)} SET v = 'c' WHERE id = 3")
+    spark.sql(f"DELETE FROM {delta_ref(location)} WHERE id = 1")
+
+    from_log = history(spark, location)
+    described = spark.sql(f"DESCRIBE HISTORY {delta_ref(location)}").collect()
+
+    assert [c.version for c in from_log] == [3, 2, 1, 0]
+    assert history(spark, f"file://{location}") == from_log
+    for mine, theirs in zip(from_log, described, strict=True):
+        assert (mine.version, mine.operation, mine.operation_metrics, mine.user_metadata) == (
+            theirs["version"],
+            theirs["operation"],
+            theirs["operationMetrics"],
+            theirs["userMetadata"],
+        )
+        assert abs(mine.timestamp - theirs["timestamp"]) < timedelta(seconds=2)
+    assert from_log[2].user_metadata == '{"tag": 1}'
+    assert history(spark, location, 2) == from_log[:2]
+
+
+def test_session_settings_are_put_back_as_they_were_even_after_an_error(
+    spark: SparkSession,
+) -> None:
+    partitions = spark.conf.get("spark.sql.shuffle.partitions")
+    unset = "spark.lake.test.unset"
+    seen: list[str | None] = []
+
+    def fail_inside() -> None:
+        with session_conf(spark, {"spark.sql.shuffle.partitions": "1", unset: "x"}):
+            seen.extend([spark.conf.get("spark.sql.shuffle.partitions"), spark.conf.get(unset)])
+            raise RuntimeError("inside")
+
+    with pytest.raises(RuntimeError, match="inside"):
+        fail_inside()
+
+    assert seen == ["1", "x"]
+    assert spark.conf.get("spark.sql.shuffle.partitions") == partitions
+    assert spark.conf.get(unset, None) is None

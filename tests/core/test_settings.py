@@ -1,0 +1,106 @@
+"""LakeSettings.from_env: where the lake lives and how Spark runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lake_assets.core.settings import DEFAULT_SPARK_MASTER, LakeSettings
+
+LAKE_VARIABLES = ("LAKE_HOME", "LAKE_SPARK_MASTER", "LAKE_JARS_DIR", "LAKE_SPARK_CONF")
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
+    """An environment without any LAKE_* variable, with DAGSTER_HOME and the cache in tmp_path."""
+    for name in LAKE_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return monkeypatch
+
+
+def test_defaults_put_the_lake_under_dagster_home(env, tmp_path):
+    settings = LakeSettings.from_env()
+    lake = tmp_path / "dagster_home" / "lake"
+    assert settings.lake_home == lake
+    assert settings.catalog_path == lake / "catalog.db"
+    assert settings.warehouse == lake / "warehouse"
+    assert settings.log_dir == lake / "logs"
+    assert settings.spark_master == DEFAULT_SPARK_MASTER == "local[2]"
+    assert settings.jars_dir == tmp_path / "cache" / "lake-assets" / "jars"
+    assert settings.spark_conf == {}
+
+
+def test_without_dagster_home_the_lake_is_under_the_working_directory(env, tmp_path):
+    env.delenv("DAGSTER_HOME")
+    env.chdir(tmp_path)
+    assert LakeSettings.from_env().lake_home == tmp_path / "dagster_home" / "lake"
+
+
+def test_lake_home_wins_over_dagster_home(env, tmp_path):
+    env.setenv("LAKE_HOME", str(tmp_path / "elsewhere"))
+    settings = LakeSettings.from_env()
+    assert settings.lake_home == tmp_path / "elsewhere"
+    assert settings.catalog_path == tmp_path / "elsewhere" / "catalog.db"
+
+
+def test_empty_variables_mean_the_defaults(env, tmp_path):
+    for name in LAKE_VARIABLES:
+        env.setenv(name, "")
+    settings = LakeSettings.from_env()
+    assert settings.lake_home == tmp_path / "dagster_home" / "lake"
+    assert settings.spark_master == DEFAULT_SPARK_MASTER
+    assert settings.jars_dir == tmp_path / "cache" / "lake-assets" / "jars"
+    assert settings.spark_conf == {}
+
+
+def test_spark_master_and_jars_dir_from_the_environment(env, tmp_path):
+    env.setenv("LAKE_SPARK_MASTER", "spark://head:7077")
+    env.setenv("LAKE_JARS_DIR", str(tmp_path / "jars"))
+    settings = LakeSettings.from_env()
+    assert settings.spark_master == "spark://head:7077"
+    assert settings.jars_dir == tmp_path / "jars"
+
+
+def test_spark_conf_pairs_are_trimmed(env):
+    env.setenv("LAKE_SPARK_CONF", "a=b, c = d")
+    assert LakeSettings.from_env().spark_conf == {"a": "b", "c": "d"}
+
+
+def test_spark_conf_accepts_newlines_and_blank_entries(env):
+    env.setenv("LAKE_SPARK_CONF", "spark.driver.memory=2g\n\nspark.sql.shuffle.partitions = 8,\n")
+    assert LakeSettings.from_env().spark_conf == {
+        "spark.driver.memory": "2g",
+        "spark.sql.shuffle.partitions": "8",
+    }
+
+
+def test_spark_conf_value_may_contain_equals_signs(env):
+    env.setenv("LAKE_SPARK_CONF", "spark.driver.extraJavaOptions=-Da=b -Dc=d")
+    assert LakeSettings.from_env().spark_conf == {
+        "spark.driver.extraJavaOptions": "-Da=b -Dc=d",
+    }
+
+
+def test_spark_conf_value_may_be_empty(env):
+    env.setenv("LAKE_SPARK_CONF", "spark.some.flag=")
+    assert LakeSettings.from_env().spark_conf == {"spark.some.flag": ""}
+
+
+def test_spark_conf_later_entries_win(env):
+    env.setenv("LAKE_SPARK_CONF", "a=1, a=2")
+    assert LakeSettings.from_env().spark_conf == {"a": "2"}
+
+
+def test_spark_conf_entry_without_a_value_is_refused(env):
+    env.setenv("LAKE_SPARK_CONF", "a=b, novalue")
+    with pytest.raises(ValueError, match=r"^LAKE_SPARK_CONF entry 'novalue' is not key=value$"):
+        LakeSettings.from_env()
+
+
+def test_spark_conf_entry_without_a_key_is_refused(env):
+    env.setenv("LAKE_SPARK_CONF", " = value")
+    with pytest.raises(ValueError, match=r"entry '= value' is not key=value"):
+        LakeSettings.from_env()

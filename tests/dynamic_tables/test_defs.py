@@ -1,0 +1,133 @@
+"""Dynamic tables in Dagster: an asset per dynamic table that depends on its sources, refreshes
+through the Spark resource, and is requested by the automation sensor when a source changes."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from dagster import (
+    AssetKey,
+    AssetMaterialization,
+    DagsterInstance,
+    DefaultSensorStatus,
+    evaluate_automation_conditions,
+)
+
+from lake_assets.definitions import build_definitions
+from lake_assets.dynamic_tables.defs import (
+    AUTOMATION_INTERVAL_SECONDS,
+    AUTOMATION_SENSOR,
+    DYNAMIC_TABLES_GROUP,
+    refresh_cron,
+)
+from lake_assets.session import LakeSession
+
+SUMMARY = (
+    "CREATE DYNAMIC TABLE summary REFRESH INTERVAL 2 MINUTE AS "
+    "SELECT k, COUNT(*) AS n, SUM(v) AS total FROM t GROUP BY k"
+)
+
+
+@pytest.fixture
+def instance() -> Iterator[DagsterInstance]:
+    with DagsterInstance.ephemeral() as ephemeral:
+        yield ephemeral
+
+
+def test_refresh_interval_becomes_a_cron_at_minute_grain() -> None:
+    assert refresh_cron(30) == "* * * * *"
+    assert refresh_cron(60) == "* * * * *"
+    assert refresh_cron(15 * 60) == "*/15 * * * *"
+    assert refresh_cron(3600) == "0 */1 * * *"
+    assert refresh_cron(6 * 3600) == "0 */6 * * *"
+    assert refresh_cron(2 * 86400) == "0 0 */2 * *"
+
+
+def test_a_dynamic_table_is_an_asset_refreshed_by_dagster(
+    lake: LakeSession, instance: DagsterInstance
+) -> None:
+    lake.sql(
+        f"CREATE TABLE t (k STRING, v INT); INSERT INTO t VALUES ('a', 1), ('b', 2); {SUMMARY}"
+    )
+    defs = build_definitions(lake.settings)
+    graph = defs.resolve_asset_graph()
+    node = graph.get(AssetKey("summary"))
+    assert node.parent_keys == {AssetKey("t")}
+    assert node.group_name == DYNAMIC_TABLES_GROUP
+    assert node.automation_condition is not None
+    sensor = defs.resolve_sensor_def(AUTOMATION_SENSOR)
+    assert sensor.default_status == DefaultSensorStatus.RUNNING
+    assert sensor.minimum_interval_seconds == AUTOMATION_INTERVAL_SECONDS
+
+    lake.sql("INSERT INTO t VALUES ('a', 10), ('c', 5); DELETE FROM t WHERE k = 'b'")
+    job = defs.resolve_implicit_global_asset_job_def()
+    result = job.execute_in_process(instance=instance, asset_selection=[AssetKey("summary")])
+    assert result.success
+    (event,) = result.get_asset_materialization_events()
+    metadata = {k: v.value for k, v in event.materialization.metadata.items()}
+    assert metadata["refresh_mode"] == "INCREMENTAL"
+    assert metadata["refresh_trigger"] == "MANUAL"
+    assert (metadata["rows_inserted"], metadata["rows_deleted"]) == (2, 2)
+    assert metadata["dagster/row_count"] == 2
+    (rows,) = lake.sql("SELECT k, n, total FROM summary ORDER BY k")
+    assert list(rows.rows) == [("a", 2, 11), ("c", 1, 5)]
+    newest = lake.catalog.refresh_history("summary")
+    assert [(r.refresh_mode, r.refresh_trigger) for r in newest][:2] in (
+        [("INCREMENTAL", "MANUAL"), ("FULL", "CREATION")],
+        [("FULL", "CREATION"), ("INCREMENTAL", "MANUAL")],
+    )
+
+    # Nothing changed: NO_DATA is recorded, and nothing is materialized (downstream stays put).
+    again = job.execute_in_process(instance=instance, asset_selection=[AssetKey("summary")])
+    assert again.success
+    assert again.get_asset_materialization_events() == []
+    modes = [r.refresh_mode for r in lake.catalog.refresh_history("summary")]
+    assert modes.count("NO_DATA") == 1
+
+
+def test_the_automation_sensor_requests_a_refresh_when_a_source_changes(
+    lake: LakeSession, instance: DagsterInstance
+) -> None:
+    lake.sql(f"CREATE TABLE t (k STRING, v INT); {SUMMARY}")
+    defs = build_definitions(lake.settings)
+    first = evaluate_automation_conditions(defs=defs, instance=instance)
+    instance.report_runless_asset_event(AssetMaterialization("summary"))
+    settled = evaluate_automation_conditions(defs=defs, instance=instance, cursor=first.cursor)
+    assert settled.total_requested == 0
+
+    instance.report_runless_asset_event(AssetMaterialization("t"))
+    changed = evaluate_automation_conditions(defs=defs, instance=instance, cursor=settled.cursor)
+    assert changed.total_requested == 1
+    assert changed.get_requested_partitions(AssetKey("summary")) == {None}
+
+
+def test_an_automatic_refresh_after_a_failed_upstream_refresh_is_skipped(
+    lake: LakeSession, instance: DagsterInstance
+) -> None:
+    lake.sql(
+        "CREATE TABLE t (k STRING, v INT); INSERT INTO t VALUES ('a', 1);"
+        "CREATE DYNAMIC TABLE picked AS SELECT k, v FROM t WHERE v > 0;"
+        "CREATE DYNAMIC TABLE counted AS SELECT k, COUNT(*) AS n FROM picked GROUP BY k"
+    )
+    lake.sql("INSERT INTO t VALUES ('b', 2)")
+    shutil.rmtree(Path(lake.catalog.table("t").location) / "_delta_log")
+    job = build_definitions(lake.settings).resolve_implicit_global_asset_job_def()
+    failed = job.execute_in_process(
+        instance=instance, asset_selection=[AssetKey("picked")], raise_on_error=False
+    )
+    assert not failed.success
+
+    automatic = job.execute_in_process(
+        instance=instance,
+        asset_selection=[AssetKey("counted")],
+        tags={"dagster/from_automation_condition": "true"},
+    )
+    assert automatic.success
+    assert automatic.get_asset_materialization_events() == []
+    newest = lake.catalog.refresh_history("counted")[0]
+    assert (newest.state, newest.refresh_trigger) == ("SKIPPED", "UPSTREAM")
+    assert newest.reason == "the latest refresh or load of picked failed"
+    assert lake.catalog.refresh_history("picked")[0].state == "FAILED"

@@ -1,0 +1,92 @@
+"""The dynamic table statements of the seed dialect."""
+
+from __future__ import annotations
+
+import pytest
+
+from lake_assets.core.catalog import Column
+from lake_assets.core.errors import LakeError
+from lake_assets.dynamic_tables.grammar import (
+    AlterDynamicTable,
+    CreateDynamicTable,
+    RefreshDynamicTable,
+    ShowRefreshHistory,
+)
+from lake_assets.kinds import parse_statement
+from lake_assets.sql.statements import DescribeObject, DropObject, ShowObjects
+
+SEED = """CREATE OR REPLACE DYNAMIC TABLE sales_summary REFRESH INTERVAL 1 HOUR vcluster DEFAULT
+COMMENT 'Category summary — incremental refresh' AS SELECT category, COUNT(*) AS order_cnt,
+SUM(amount) AS total_amount FROM sales_ods GROUP BY category"""
+
+
+def test_the_seed_statement() -> None:
+    statement = parse_statement(SEED)
+    assert isinstance(statement, CreateDynamicTable)
+    assert statement.name == "sales_summary"
+    assert statement.or_replace
+    assert not statement.if_not_exists
+    assert statement.refresh_interval_seconds == 3600
+    assert statement.vcluster == "DEFAULT"
+    assert statement.comment == "Category summary — incremental refresh"
+    assert statement.query_text.startswith("SELECT category, COUNT(*) AS order_cnt")
+    assert statement.query.expression.find_all  # a sqlglot expression
+    assert statement.columns == ()
+
+
+def test_column_list_options_in_any_order_and_units() -> None:
+    statement = parse_statement(
+        "CREATE DYNAMIC TABLE IF NOT EXISTS d (a COMMENT 'first', b) COMMENT 'c' "
+        "REFRESH INTERVAL 30 SECONDS AS SELECT x, y FROM t"
+    )
+    assert isinstance(statement, CreateDynamicTable)
+    assert statement.if_not_exists
+    assert statement.columns == (Column("a", "", "first"), Column("b", "", None))
+    assert (statement.refresh_interval_seconds, statement.comment) == (30, "c")
+    for unit, seconds in (("MINUTE", 120), ("DAY", 172800), ("HOURS", 7200)):
+        parsed = parse_statement(f"CREATE DYNAMIC TABLE d REFRESH INTERVAL 2 {unit} AS SELECT 1")
+        assert parsed.refresh_interval_seconds == seconds
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("REFRESH DYNAMIC TABLE Sales_Summary", RefreshDynamicTable("sales_summary")),
+        ("DROP DYNAMIC TABLE d", DropObject("dynamic table", "d")),
+        ("DROP DYNAMIC TABLE IF EXISTS d", DropObject("dynamic table", "d", if_exists=True)),
+        ("SHOW DYNAMIC TABLES", ShowObjects("dynamic table")),
+        ("SHOW DYNAMIC TABLE REFRESH HISTORY", ShowRefreshHistory()),
+        (
+            "SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = 'Sales_Summary'",
+            ShowRefreshHistory("sales_summary"),
+        ),
+        ("DESC DYNAMIC TABLE d", DescribeObject("dynamic table", "d")),
+        ("DESCRIBE DYNAMIC TABLE d", DescribeObject("dynamic table", "d")),
+        ("ALTER DYNAMIC TABLE d SUSPEND", AlterDynamicTable("d", suspended=True)),
+        ("ALTER DYNAMIC TABLE d RESUME", AlterDynamicTable("d", suspended=False)),
+    ],
+)
+def test_the_other_statements(text: str, expected: object) -> None:
+    assert parse_statement(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("CREATE DYNAMIC TABLE d AS", "expected SELECT"),
+        ("CREATE DYNAMIC TABLE d REFRESH INTERVAL 1 WEEK AS SELECT 1", "SECOND, MINUTE, HOUR"),
+        ("CREATE DYNAMIC TABLE d REFRESH INTERVAL 0 HOUR AS SELECT 1", "at least 1"),
+        ("CREATE DYNAMIC TABLE d LAG = 1 AS SELECT 1", "REFRESH INTERVAL, VCLUSTER, COMMENT or AS"),
+        ("CREATE DYNAMIC TABLE d AS INSERT INTO t VALUES (1)", "must be defined by a SELECT"),
+        ("CREATE DYNAMIC TABLE d (a, a) AS SELECT 1, 2", "appears twice"),
+        ("CREATE OR REPLACE DYNAMIC TABLE IF NOT EXISTS d AS SELECT 1", "cannot be used together"),
+        ("CREATE OR REPLACE TABLE t (a INT)", "not supported yet"),
+        ("ALTER DYNAMIC TABLE d PAUSE", "expected RESUME"),
+        ("SHOW DYNAMIC TABLE REFRESH HISTORY WHERE id = 'x'", "expected NAME"),
+        ("REFRESH DYNAMIC TABLE", "expected a dynamic table name"),
+    ],
+)
+def test_errors_say_what_and_how(text: str, message: str) -> None:
+    with pytest.raises(LakeError) as caught:
+        parse_statement(text)
+    assert message in str(caught.value)

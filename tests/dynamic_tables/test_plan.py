@@ -1,0 +1,71 @@
+"""Which queries refresh incrementally, and the reason recorded for those that refresh FULL."""
+
+from __future__ import annotations
+
+import pytest
+import sqlglot
+
+from lake_assets.dynamic_tables.plan import AGGREGATE, PROJECTION, ROWS, classify
+
+
+def plan(sql: str):
+    return classify(sqlglot.parse_one(sql, read="spark"))
+
+
+@pytest.mark.parametrize(
+    ("sql", "shape"),
+    [
+        ("SELECT a, b * 2 AS c FROM t WHERE a > 1", PROJECTION),
+        ("SELECT * FROM t", PROJECTION),
+        ("SELECT a FROM t UNION ALL SELECT a FROM u UNION ALL SELECT b FROM t", PROJECTION),
+        ("SELECT t.a, u.b FROM t JOIN u ON t.k = u.k JOIN v ON v.k = u.k", PROJECTION),
+        ("SELECT t.a, u.b FROM t, u WHERE t.k = u.k", PROJECTION),
+        ("SELECT a, COUNT(*) AS n, SUM(b) AS s FROM t GROUP BY a", AGGREGATE),
+        ("SELECT a AS k, COUNT(DISTINCT b) AS d, AVG(c) AS m FROM t GROUP BY a", AGGREGATE),
+        ("SELECT upper(a) AS k, MIN(b) AS lo, MAX(b) AS hi FROM t GROUP BY upper(a)", AGGREGATE),
+        ("SELECT a, COUNT(b) AS n FROM t GROUP BY 1", AGGREGATE),
+        ("SELECT u.x, COUNT(*) AS n FROM t JOIN u ON t.k = u.k GROUP BY u.x", AGGREGATE),
+    ],
+)
+def test_incremental_shapes(sql: str, shape: str) -> None:
+    found = plan(sql)
+    assert (found.shape, found.reason) == (shape, None)
+
+
+@pytest.mark.parametrize(
+    ("sql", "reason"),
+    [
+        ("SELECT a, ROW_NUMBER() OVER (ORDER BY b) AS r FROM t", "window functions"),
+        ("SELECT t.a FROM t LEFT JOIN u ON t.k = u.k", "LEFT JOIN is refreshed in full"),
+        ("SELECT t.a FROM t FULL OUTER JOIN u ON t.k = u.k", "FULL OUTER JOIN"),
+        ("SELECT t.a FROM t LEFT ANTI JOIN u ON t.k = u.k", "ANTI JOIN"),
+        ("SELECT a, rand() AS r FROM t", "non-deterministic function RAND()"),
+        ("SELECT a, current_timestamp() AS ts FROM t", "non-deterministic"),
+        ("SELECT a FROM t LIMIT 5", "LIMIT"),
+        ("SELECT a FROM t ORDER BY a", "ORDER BY"),
+        ("SELECT DISTINCT a FROM t", "SELECT DISTINCT"),
+        ("SELECT a FROM t UNION SELECT a FROM u", "UNION without ALL"),
+        ("SELECT a FROM t EXCEPT SELECT a FROM u", "EXCEPT"),
+        ("SELECT a FROM t WHERE a IN (SELECT a FROM u)", "subqueries"),
+        ("SELECT a FROM (SELECT a FROM t) s", "subqueries"),
+        ("WITH s AS (SELECT a FROM t) SELECT a FROM s", "WITH clauses"),
+        ("SELECT COUNT(*) AS n FROM t", "without GROUP BY"),
+        ("SELECT a, COUNT(*) AS n FROM t GROUP BY a HAVING COUNT(*) > 1", "HAVING"),
+        ("SELECT COUNT(*) AS n FROM t GROUP BY a", "GROUP BY a is not in the select list"),
+        ("SELECT a, SUM(b) / COUNT(*) AS r FROM t GROUP BY a", "select item"),
+        ("SELECT a, STDDEV(b) AS s FROM t GROUP BY a", "aggregate"),
+        ("SELECT a, COUNT(*) AS n FROM t GROUP BY ROLLUP (a)", "ROLLUP"),
+        ("SELECT a, COUNT(*) AS n FROM t UNION ALL SELECT a, 1 AS n FROM u", "aggregate"),
+        ("SELECT a FROM t VERSION AS OF 3", "time travel"),
+    ],
+)
+def test_full_shapes_say_why(sql: str, reason: str) -> None:
+    found = plan(sql)
+    assert found.shape is None
+    assert reason in found.reason
+
+
+def test_aggregates_keep_hidden_state_columns() -> None:
+    found = plan("SELECT a, COUNT(*) AS n, SUM(b) AS s, AVG(c) AS m, MAX(d) AS x FROM t GROUP BY a")
+    assert found.hidden == (ROWS, "__lake_nn_2", "__lake_nn_3", "__lake_sum_3")
+    assert plan("SELECT a FROM t").hidden == ()

@@ -1,0 +1,380 @@
+"""Dynamic tables on real Spark + Delta: refresh modes and reasons, NO_DATA, failures that keep the
+contents, CREATE errors, cycles, SUSPEND/RESUME, DROP rules, the refresh history, crash safety."""
+
+from __future__ import annotations
+
+import sqlite3
+from decimal import Decimal
+
+import pytest
+from pyspark.sql import SparkSession
+
+from lake_assets.core import failpoints
+from lake_assets.core.delta import history
+from lake_assets.core.errors import LakeError
+from lake_assets.dynamic_tables import incremental
+from lake_assets.dynamic_tables import refresh as dynamic
+from lake_assets.session import LakeSession
+
+SALES_ODS = """
+CREATE TABLE sales_ods (
+    id BIGINT, product STRING, category STRING, amount DECIMAL(10,2), dt STRING
+);
+INSERT INTO sales_ods VALUES
+    (1, 'iPhone 15', 'Electronics', 6999.00, '2026-06-01'),
+    (2, 'MacBook Pro', 'Electronics', 14999.00, '2026-06-01'),
+    (3, 'Nike Air Max', 'Sports', 899.00, '2026-06-01'),
+    (4, 'Adidas Ultraboost', 'Sports', 1299.00, '2026-06-01'),
+    (5, 'Kindle', 'Books', 999.00, '2026-06-01');
+"""
+SUMMARY = """
+CREATE OR REPLACE DYNAMIC TABLE sales_summary REFRESH INTERVAL 1 HOUR vcluster DEFAULT
+COMMENT 'Category summary — incremental refresh'
+AS SELECT category, COUNT(*) AS order_cnt, SUM(amount) AS total_amount, AVG(amount) AS avg_amount,
+MIN(dt) AS min_date, MAX(dt) AS max_date FROM sales_ods GROUP BY category
+"""
+
+
+def rows(lake: LakeSession, sql: str) -> list[tuple]:
+    (result,) = lake.sql(sql)
+    return [tuple(row) for row in result.rows]
+
+
+def columns(lake: LakeSession, sql: str) -> list[str]:
+    (result,) = lake.sql(sql)
+    return result.columns
+
+
+def history_of(lake: LakeSession, name: str) -> list[dict]:
+    (result,) = lake.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{name}'")
+    return [dict(zip(result.columns, row, strict=True)) for row in result.rows]
+
+
+def version(spark: SparkSession, lake: LakeSession, name: str) -> int:
+    return history(spark, lake.catalog.dynamic_table(name).location, 1)[0].version
+
+
+@pytest.fixture
+def seeded(lake: LakeSession) -> LakeSession:
+    lake.sql(SALES_ODS)
+    lake.sql(SUMMARY)
+    return lake
+
+
+def test_seed_flow_creates_fills_and_refreshes_incrementally(seeded: LakeSession) -> None:
+    assert rows(seeded, "SELECT * FROM sales_summary ORDER BY category") == [
+        ("Books", 1, Decimal("999.00"), Decimal("999.000000"), "2026-06-01", "2026-06-01"),
+        ("Electronics", 2, Decimal("21998.00"), Decimal("10999.000000"),
+         "2026-06-01", "2026-06-01"),
+        ("Sports", 2, Decimal("2198.00"), Decimal("1099.000000"), "2026-06-01", "2026-06-01"),
+    ]  # fmt: skip
+    assert seeded.catalog.table("sales_ods").change_tracking  # turned on by CREATE
+    (refresh,) = seeded.sql("REFRESH DYNAMIC TABLE sales_summary")
+    assert refresh.message.startswith("REFRESH NO_DATA")
+    seeded.sql("INSERT INTO sales_ods VALUES (6, 'Dune', 'Books', 45.50, '2026-06-02')")
+    seeded.sql("DELETE FROM sales_ods WHERE id = 3")
+    (refresh,) = seeded.sql("REFRESH DYNAMIC TABLE sales_summary")
+    assert refresh.message.startswith("REFRESH INCREMENTAL")
+    assert rows(seeded, "SELECT category, order_cnt, total_amount, max_date FROM sales_summary "
+                "ORDER BY category") == [
+        ("Books", 2, Decimal("1044.50"), "2026-06-02"),
+        ("Electronics", 2, Decimal("21998.00"), "2026-06-01"),
+        ("Sports", 1, Decimal("1299.00"), "2026-06-01"),
+    ]  # fmt: skip
+    newest, no_data, creation = history_of(seeded, "sales_summary")
+    assert list(newest) == dynamic.HISTORY_COLUMNS
+    assert (newest["state"], newest["refresh_mode"], newest["refresh_trigger"]) == (
+        "SUCCEED", "INCREMENTAL", "MANUAL",
+    )  # fmt: skip
+    assert newest["source_tables"] == "sales_ods@4"
+    assert (newest["rows_inserted"], newest["rows_deleted"]) == (2, 2)  # two groups updated
+    assert newest["reason"] is None
+    assert newest["error_message"] is None
+    assert newest["end_time"] >= newest["start_time"]
+    assert newest["duration"] >= 0
+    assert (no_data["refresh_mode"], no_data["rows_inserted"]) == ("NO_DATA", 0)
+    assert (creation["refresh_mode"], creation["refresh_trigger"], creation["reason"]) == (
+        "FULL", "CREATION", "initial refresh",
+    )  # fmt: skip
+    assert creation["source_tables"] == "sales_ods@2"  # after change tracking was turned on
+
+
+def test_an_extreme_overtaken_by_a_gained_value_is_folded_not_recomputed(
+    spark: SparkSession, seeded: LakeSession
+) -> None:
+    """Moving the rows that hold a group's MIN and MAX outwards needs no scan of the source."""
+    seeded.sql(
+        "UPDATE sales_ods SET dt = '2026-06-09' WHERE id = 2;"
+        "UPDATE sales_ods SET dt = '2026-05-30' WHERE id = 1;"
+        "UPDATE sales_ods SET dt = '2026-06-03' WHERE id = 3"
+    )
+    (refresh,) = seeded.sql("REFRESH DYNAMIC TABLE sales_summary")
+    assert refresh.message.startswith("REFRESH INCREMENTAL")
+    assert rows(seeded, "SELECT category, min_date, max_date FROM sales_summary "
+                "ORDER BY category") == [
+        ("Books", "2026-06-01", "2026-06-01"),
+        ("Electronics", "2026-05-30", "2026-06-09"),
+        ("Sports", "2026-06-01", "2026-06-03"),
+    ]  # fmt: skip
+    # Sports lost its MIN (ids 3 and 4 held it) and gained no lower value: only it is rescanned.
+    recomputed = spark.table(incremental.RECOMPUTE_KEYS).collect()
+    assert [tuple(row) for row in recomputed] == [("Sports",)]
+
+
+def test_hidden_state_columns_are_not_shown(seeded: LakeSession) -> None:
+    assert columns(seeded, "SELECT * FROM sales_summary") == [
+        "category", "order_cnt", "total_amount", "avg_amount", "min_date", "max_date",
+    ]  # fmt: skip
+    assert rows(seeded, "SELECT s.order_cnt FROM sales_summary s WHERE s.category = 'Books'") == [
+        (1,)
+    ]
+
+
+def test_no_data_writes_nothing(spark: SparkSession, seeded: LakeSession) -> None:
+    before = version(spark, seeded, "sales_summary")
+    outcome = dynamic.refresh(spark, seeded.catalog, "sales_summary", dynamic.SCHEDULED)
+    assert (outcome.state, outcome.mode, outcome.version) == ("SUCCEED", "NO_DATA", None)
+    assert outcome.source_versions == {"sales_ods": 2}
+    assert version(spark, seeded, "sales_summary") == before
+
+
+def test_a_refresh_is_one_commit_carrying_the_versions_it_read(
+    spark: SparkSession, seeded: LakeSession
+) -> None:
+    before = version(spark, seeded, "sales_summary")
+    seeded.sql("UPDATE sales_ods SET amount = amount + 1 WHERE category = 'Sports'")
+    outcome = dynamic.refresh(spark, seeded.catalog, "sales_summary")
+    assert outcome.version == before + 1 == version(spark, seeded, "sales_summary")
+    assert outcome.source_versions == {"sales_ods": 3}
+    commit = history(spark, seeded.catalog.dynamic_table("sales_summary").location, 1)[0]
+    assert '"sales_ods"' in commit.user_metadata
+    assert commit.operation == "MERGE"
+
+
+def test_an_incremental_refresh_writes_one_file_per_core_and_restores_the_session(
+    spark: SparkSession, seeded: LakeSession
+) -> None:
+    """Its plans run one wave of tasks; the settings it changes for that are put back after."""
+    keys = ("spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions")
+    before = {key: spark.conf.get(key) for key in keys}
+    seeded.sql(
+        "UPDATE sales_ods SET amount = amount + 1;"
+        "INSERT INTO sales_ods SELECT id, 'Pen', CONCAT('Office ', id), 2.50, '2026-06-02' "
+        "FROM range(10, 30)"
+    )
+    outcome = dynamic.refresh(spark, seeded.catalog, "sales_summary")
+    assert outcome.mode == "INCREMENTAL"
+    commit = history(spark, seeded.catalog.dynamic_table("sales_summary").location, 1)[0]
+    metrics = commit.operation_metrics
+    assert (metrics["numTargetRowsUpdated"], metrics["numTargetRowsInserted"]) == ("3", "20")
+    cores = int(spark.conf.get("spark.default.parallelism"))
+    partitions = min(cores, int(before["spark.sql.shuffle.partitions"]))
+    assert int(metrics["numTargetFilesAdded"]) <= partitions
+    assert {key: spark.conf.get(key) for key in keys} == before
+
+
+def test_unsupported_shapes_refresh_full_with_the_reason(seeded: LakeSession) -> None:
+    seeded.sql(
+        "CREATE DYNAMIC TABLE ranked AS SELECT id, "
+        "ROW_NUMBER() OVER (PARTITION BY category ORDER BY amount DESC) AS rank FROM sales_ods"
+    )
+    describe = dict(rows(seeded, "DESC DYNAMIC TABLE ranked"))
+    assert describe["refresh_mode"] == "FULL"
+    assert describe["refresh_mode_reason"] == "window functions are refreshed in full"
+    seeded.sql("INSERT INTO sales_ods VALUES (6, 'Dune', 'Books', 45.50, '2026-06-02')")
+    seeded.sql("REFRESH DYNAMIC TABLE ranked")
+    newest = history_of(seeded, "ranked")[0]
+    assert (newest["refresh_mode"], newest["reason"]) == (
+        "FULL", "window functions are refreshed in full",
+    )  # fmt: skip
+    assert (newest["rows_inserted"], newest["rows_deleted"]) == (6, 5)
+    assert rows(seeded, "SELECT rank FROM ranked WHERE id = 6") == [(2,)]
+
+
+def test_change_tracking_turned_off_is_turned_on_again_and_refreshes_full(
+    seeded: LakeSession,
+) -> None:
+    seeded.sql("ALTER TABLE sales_ods SET PROPERTIES ('change_tracking' = 'false')")
+    describe = dict(rows(seeded, "DESC DYNAMIC TABLE sales_summary"))
+    assert describe["refresh_mode"] == "FULL"
+    assert "change tracking is off on sales_ods" in describe["refresh_mode_reason"]
+    seeded.sql("REFRESH DYNAMIC TABLE sales_summary")
+    newest = history_of(seeded, "sales_summary")[0]
+    assert newest["refresh_mode"] == "FULL"
+    assert newest["reason"] == "change tracking was just turned on for sales_ods"
+    assert seeded.catalog.table("sales_ods").change_tracking
+    seeded.sql("DELETE FROM sales_ods WHERE id = 5")
+    seeded.sql("REFRESH DYNAMIC TABLE sales_summary")
+    assert history_of(seeded, "sales_summary")[0]["refresh_mode"] == "INCREMENTAL"
+    assert rows(seeded, "SELECT COUNT(*) FROM sales_summary") == [(2,)]  # Books emptied
+
+
+def test_a_failed_refresh_keeps_the_contents_and_records_the_error(
+    spark: SparkSession, lake: LakeSession
+) -> None:
+    lake.sql("CREATE TABLE raw (id BIGINT, qty STRING)")
+    lake.sql("INSERT INTO raw VALUES (1, '3'), (2, '4')")
+    lake.sql("CREATE DYNAMIC TABLE parsed AS SELECT id, CAST(qty AS INT) AS qty FROM raw")
+    before = version(spark, lake, "parsed")
+    lake.sql("INSERT INTO raw VALUES (3, 'seven')")
+    with pytest.raises(LakeError, match="CAST_INVALID_INPUT"):
+        lake.sql("REFRESH DYNAMIC TABLE parsed")
+    assert version(spark, lake, "parsed") == before
+    assert sorted(rows(lake, "SELECT * FROM parsed")) == [(1, 3), (2, 4)]
+    failed = history_of(lake, "parsed")[0]
+    assert (failed["state"], failed["refresh_mode"]) == ("FAILED", None)
+    assert "'seven'" in failed["error_message"]
+    lake.sql("UPDATE raw SET qty = '7' WHERE id = 3")
+    lake.sql("REFRESH DYNAMIC TABLE parsed")
+    assert history_of(lake, "parsed")[0]["refresh_mode"] == "INCREMENTAL"
+    assert sorted(rows(lake, "SELECT * FROM parsed")) == [(1, 3), (2, 4), (3, 7)]
+
+
+def test_a_create_whose_first_refresh_fails_leaves_nothing_behind(lake: LakeSession) -> None:
+    lake.sql("CREATE TABLE raw (id BIGINT, qty STRING); INSERT INTO raw VALUES (1, '3')")
+    lake.sql("CREATE DYNAMIC TABLE parsed AS SELECT id, CAST(qty AS INT) AS qty FROM raw")
+    lake.sql("INSERT INTO raw VALUES (2, 'seven')")
+    kept = lake.catalog.dynamic_table("parsed")
+    query = "SELECT id, CAST(qty AS INT) + 1 AS qty FROM raw"
+    with pytest.raises(LakeError, match=r"dynamic table parsed was not replaced: .*CAST_INVALID"):
+        lake.sql(f"CREATE OR REPLACE DYNAMIC TABLE parsed AS {query}")
+    assert lake.catalog.dynamic_table("parsed").location == kept.location
+    assert rows(lake, "SELECT * FROM parsed") == [(1, 3)]
+    with pytest.raises(LakeError, match=r"dynamic table plus was not created: .*CAST_INVALID"):
+        lake.sql(f"CREATE DYNAMIC TABLE plus AS {query}")
+    assert lake.catalog.find_dynamic_table("plus") is None
+    assert lake.catalog.refresh_history("plus") == []
+    assert sorted(p.name.split("-")[0] for p in lake.warehouse.iterdir()) == ["parsed", "raw"]
+
+
+def test_create_refuses_unknown_tables_columns_and_unnamed_results(lake: LakeSession) -> None:
+    lake.sql("CREATE TABLE t (id BIGINT, name STRING)")
+    with pytest.raises(LakeError, match="table nope does not exist"):
+        lake.sql("CREATE DYNAMIC TABLE d AS SELECT * FROM nope")
+    with pytest.raises(LakeError, match=r"UNRESOLVED_COLUMN.*`nme`"):
+        lake.sql("CREATE DYNAMIC TABLE d AS SELECT nme FROM t")
+    with pytest.raises(LakeError, match=r"'count\(1\)' .* needs a plain name"):
+        lake.sql("CREATE DYNAMIC TABLE d AS SELECT name, COUNT(*) FROM t GROUP BY name")
+    with pytest.raises(LakeError, match="lists 1 columns but its query returns 2"):
+        lake.sql("CREATE DYNAMIC TABLE d (only_one) AS SELECT id, name FROM t")
+    assert rows(lake, "SHOW DYNAMIC TABLES") == []
+    lake.sql("CREATE DYNAMIC TABLE d (ident COMMENT 'the id', label) AS SELECT id, name FROM t")
+    assert columns(lake, "SELECT * FROM d") == ["ident", "label"]
+    assert lake.catalog.dynamic_table("d").columns[0].comment == "the id"
+    with pytest.raises(LakeError, match="dynamic table d already exists"):
+        lake.sql("CREATE DYNAMIC TABLE d AS SELECT id FROM t")
+    (skipped,) = lake.sql("CREATE DYNAMIC TABLE IF NOT EXISTS d AS SELECT id FROM t")
+    assert skipped.message == "dynamic table d already exists; nothing to do"
+    with pytest.raises(LakeError, match="table t already exists"):
+        lake.sql("CREATE OR REPLACE DYNAMIC TABLE t AS SELECT id FROM d")
+
+
+def test_cycles_between_dynamic_tables_are_refused(lake: LakeSession) -> None:
+    lake.sql("CREATE TABLE t (id BIGINT)")
+    lake.sql("CREATE DYNAMIC TABLE a AS SELECT id FROM t")
+    lake.sql("CREATE DYNAMIC TABLE b AS SELECT id FROM a")
+    with pytest.raises(LakeError, match="dynamic table a would read itself: a → b → a"):
+        lake.sql("CREATE OR REPLACE DYNAMIC TABLE a AS SELECT id FROM b")
+    assert lake.catalog.dynamic_table("a").sources == ("t",)
+
+
+def test_replacing_an_upstream_dynamic_table_refreshes_readers_full(lake: LakeSession) -> None:
+    lake.sql("CREATE TABLE t (id BIGINT)")
+    lake.sql("INSERT INTO t VALUES (1), (2)")
+    lake.sql("CREATE DYNAMIC TABLE a AS SELECT id FROM t")
+    lake.sql("CREATE DYNAMIC TABLE b AS SELECT id * 10 AS big FROM a")
+    lake.sql("CREATE OR REPLACE DYNAMIC TABLE a AS SELECT id FROM t WHERE id > 1")
+    lake.sql("REFRESH DYNAMIC TABLE b")
+    newest = history_of(lake, "b")[0]
+    assert (newest["refresh_mode"], newest["reason"]) == (
+        "FULL", "a was replaced since the last refresh",
+    )  # fmt: skip
+    assert rows(lake, "SELECT * FROM b") == [(20,)]
+
+
+def test_suspend_skips_automatic_refreshes_and_resume_restores_them(
+    spark: SparkSession, seeded: LakeSession
+) -> None:
+    (message,) = seeded.sql("ALTER DYNAMIC TABLE sales_summary SUSPEND")
+    assert message.message == "dynamic table sales_summary is SUSPENDED"
+    assert rows(seeded, "SHOW DYNAMIC TABLES")[0][1] == "SUSPENDED"
+    seeded.sql("DELETE FROM sales_ods WHERE id = 5")
+    outcome = dynamic.refresh(spark, seeded.catalog, "sales_summary", dynamic.UPSTREAM)
+    assert (outcome.state, outcome.reason) == ("SKIPPED", "the dynamic table is suspended")
+    assert history_of(seeded, "sales_summary")[0]["state"] == "SKIPPED"
+    assert rows(seeded, "SELECT COUNT(*) FROM sales_summary") == [(3,)]
+    seeded.sql("ALTER DYNAMIC TABLE sales_summary RESUME")
+    outcome = dynamic.refresh(spark, seeded.catalog, "sales_summary", dynamic.SCHEDULED)
+    assert (outcome.state, outcome.mode) == ("SUCCEED", "INCREMENTAL")
+    assert rows(seeded, "SELECT COUNT(*) FROM sales_summary") == [(2,)]
+
+
+def test_drop_rules(lake: LakeSession) -> None:
+    lake.sql("CREATE TABLE t (id BIGINT)")
+    lake.sql("CREATE DYNAMIC TABLE a AS SELECT id FROM t")
+    lake.sql("CREATE DYNAMIC TABLE b AS SELECT id FROM a")
+    with pytest.raises(LakeError, match="table t is read by dynamic table a"):
+        lake.sql("DROP TABLE t")
+    with pytest.raises(LakeError, match="dynamic table a is read by dynamic table b"):
+        lake.sql("DROP DYNAMIC TABLE a")
+    with pytest.raises(LakeError, match="a is a dynamic table: only its refreshes write it"):
+        lake.sql("INSERT INTO a VALUES (1)")
+    with pytest.raises(LakeError, match="drop it with DROP DYNAMIC TABLE a"):
+        lake.sql("DROP TABLE a")
+    lake.sql("DROP DYNAMIC TABLE b; DROP DYNAMIC TABLE a; DROP DYNAMIC TABLE IF EXISTS a")
+    assert rows(lake, "SHOW DYNAMIC TABLES") == []
+    assert lake.catalog.refresh_history() == []
+    lake.sql("DROP TABLE t")
+
+
+def test_a_crash_after_the_commit_neither_loses_the_record_nor_applies_twice(
+    spark: SparkSession, seeded: LakeSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Crash(BaseException):
+        """Stands in for SIGKILL in-process: nothing after the failpoint runs."""
+
+    def crash_at(name: str) -> None:
+        if name == failpoints.REFRESH_AFTER_COMMIT:
+            raise Crash
+
+    seeded.sql("INSERT INTO sales_ods VALUES (6, 'Dune', 'Books', 45.50, '2026-06-02')")
+    monkeypatch.setattr(failpoints, "reached", crash_at)
+    with pytest.raises(Crash):
+        dynamic.refresh(spark, seeded.catalog, "sales_summary")
+    monkeypatch.undo()
+    assert [r["refresh_mode"] for r in history_of(seeded, "sales_summary")] == ["FULL"]
+    outcome = dynamic.refresh(spark, seeded.catalog, "sales_summary")
+    assert outcome.mode == "NO_DATA"  # the committed refresh is not applied again
+    modes = [r["refresh_mode"] for r in history_of(seeded, "sales_summary")]
+    assert modes == ["NO_DATA", "INCREMENTAL", "FULL"]  # and its record was rebuilt
+    assert rows(seeded, "SELECT order_cnt FROM sales_summary WHERE category = 'Books'") == [(2,)]
+    assert seeded.catalog.dynamic_table("sales_summary").row_count == 3
+
+
+def test_a_crash_before_the_commit_leaves_nothing(
+    spark: SparkSession, seeded: LakeSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Crash(BaseException):
+        pass
+
+    def crash_at(name: str) -> None:
+        if name == failpoints.REFRESH_BEFORE_COMMIT:
+            raise Crash
+
+    before = version(spark, seeded, "sales_summary")
+    seeded.sql("DELETE FROM sales_ods WHERE category = 'Books'")
+    monkeypatch.setattr(failpoints, "reached", crash_at)
+    with pytest.raises(Crash):
+        dynamic.refresh(spark, seeded.catalog, "sales_summary")
+    monkeypatch.undo()
+    assert version(spark, seeded, "sales_summary") == before
+    assert dynamic.refresh(spark, seeded.catalog, "sales_summary").mode == "INCREMENTAL"
+    assert rows(seeded, "SELECT COUNT(*) FROM sales_summary") == [(2,)]
+
+
+def test_refresh_history_index_is_plain_sqlite(seeded: LakeSession) -> None:
+    with sqlite3.connect(seeded.catalog.path) as conn:
+        (count,) = conn.execute(
+            "SELECT COUNT(*) FROM refresh_history WHERE name = 'sales_summary'"
+        ).fetchone()
+    assert count == 1

@@ -1,0 +1,121 @@
+"""Crash safety of COPY … PURGE: a `lake sql` process is SIGKILLed at each failpoint, then the
+same COPY run again recovers — every file's rows exactly once, nothing purged before its commit."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from lake_assets.core import failpoints
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.delta import history
+from lake_assets.core.settings import LakeSettings
+from lake_assets.session import LakeSession
+from tests.ingest_helpers import files, local_volume, message, put, rows
+
+ROOT = Path(__file__).resolve().parents[2]
+COPY = "COPY INTO t FROM VOLUME v USING CSV PURGE = TRUE"
+FILES = {"a.csv": "1,a\n2,b\n", "b.csv": "3,c\n", "day=2/c.csv": "4,d\n5,e\n6,f\n"}
+ROWS_PER_FILE = {"a.csv": 2, "b.csv": 1, "c.csv": 3}
+# What the recovering COPY finds to do: everything, or only the purge a crash left undone.
+RECOVERY = {
+    failpoints.BEFORE_COMMIT: (
+        "COPY: 3 files loaded (6 rows), 0 failed, 3 purged; t is at version 1"
+    ),
+    failpoints.AFTER_COMMIT: "COPY: 0 files loaded (0 rows), 0 failed, 3 purged",
+    failpoints.BEFORE_PURGE: "COPY: 0 files loaded (0 rows), 0 failed, 3 purged",
+}
+
+
+class Crash(BaseException):
+    """Stands in for SIGKILL in-process: nothing after the failpoint runs."""
+
+
+@pytest.fixture
+def home(spark: SparkSession, tmp_path: Path) -> tuple[LakeSession, Path]:
+    """A lakehouse at tmp_path/lake with table t and volume v (tmp_path/incoming) of 3 files."""
+    settings = LakeSettings(lake_home=tmp_path / "lake")
+    lake = LakeSession(Catalog(settings.catalog_path), settings, lambda: spark)
+    volume = local_volume(lake, tmp_path / "incoming")
+    lake.sql("CREATE TABLE t (id BIGINT, name STRING)")
+    for name, content in FILES.items():
+        put(volume, name, content)
+    return lake, volume
+
+
+def lake_sql_killed_at(lake_home: Path, failpoint: str, sql: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "LAKE_HOME": str(lake_home), "LAKE_FAILPOINT": failpoint}
+    return subprocess.run(
+        [sys.executable, "-m", "lake_assets.cli", "sql", "-e", sql],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def load_commits(spark: SparkSession, lake: LakeSession) -> list[int]:
+    """Versions of the commits that carry load records."""
+    return [
+        commit.version
+        for commit in history(spark, lake.catalog.table("t").location)
+        if commit.user_metadata and "lake_load" in json.loads(commit.user_metadata)
+    ]
+
+
+@pytest.mark.parametrize(
+    "failpoint", [failpoints.BEFORE_COMMIT, failpoints.AFTER_COMMIT, failpoints.BEFORE_PURGE]
+)
+def test_a_copy_killed_at_a_failpoint_recovers_exactly_once(
+    spark: SparkSession, home: tuple[LakeSession, Path], failpoint: str
+) -> None:
+    lake, volume = home
+    crashed = lake_sql_killed_at(lake.settings.lake_home, failpoint, COPY)
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-3000:]
+
+    # No file is purged before its rows are committed; every failpoint comes before the purge.
+    assert files(volume) == sorted(FILES)
+    committed = 0 if failpoint == failpoints.BEFORE_COMMIT else 6
+    assert rows(lake, "SELECT COUNT(*) FROM t") == [(committed,)]
+
+    assert message(lake, COPY) == RECOVERY[failpoint]
+    assert files(volume) == []
+    assert rows(lake, "SELECT id, name FROM t ORDER BY id") == [  # each row once: 6, distinct
+        (1, "a"), (2, "b"), (3, "c"), (4, "d"), (5, "e"), (6, "f"),
+    ]  # fmt: skip
+    assert sorted(
+        (r.file_path.rsplit("/", 1)[-1], r.status, r.rows_loaded, r.commit_version)
+        for r in lake.catalog.load_history("t")
+    ) == [(name, "LOADED", count, 1) for name, count in sorted(ROWS_PER_FILE.items())]
+    assert load_commits(spark, lake) == [1]
+    entry = lake.catalog.table("t")
+    assert (entry.version, entry.row_count) == (1, 6)
+
+
+def test_the_catalog_row_count_is_right_after_recovering_from_a_crash_after_the_commit(
+    home: tuple[LakeSession, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lake, _ = home
+    real = failpoints.reached
+
+    def crash_after_commit(name: str) -> None:
+        if name == failpoints.AFTER_COMMIT:
+            raise Crash(name)
+        real(name)
+
+    monkeypatch.setattr(failpoints, "reached", crash_after_commit)
+    with pytest.raises(Crash):
+        lake.sql(COPY)
+    monkeypatch.setattr(failpoints, "reached", real)
+    assert message(lake, COPY) == RECOVERY[failpoints.AFTER_COMMIT]
+    entry = lake.catalog.table("t")
+    assert (entry.version, entry.row_count) == (1, 6)

@@ -1,0 +1,273 @@
+"""Pipes in Dagster: a sensor per pipe that never starts Spark, and an ingestion asset per table
+that loads its pipes' files on real Spark + Delta and checks that none failed."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from dagster import (
+    AssetCheckKey,
+    AssetKey,
+    DagsterEvent,
+    DagsterEventType,
+    DagsterInstance,
+    DagsterRun,
+    DagsterRunStatus,
+    DefaultSensorStatus,
+    Definitions,
+    EventLogEntry,
+    SensorResult,
+    SkipReason,
+    build_sensor_context,
+)
+from pyspark.sql import SparkSession
+
+from lake_assets.core.catalog import Catalog, Column, TableEntry, now_utc
+from lake_assets.core.settings import LakeSettings
+from lake_assets.definitions import build_definitions
+from lake_assets.pipes import sensors
+from lake_assets.pipes.defs import FILES_CHECK, OBJECT_TAG
+from lake_assets.pipes.sensors import BATCH_TAG
+from lake_assets.session import LakeSession
+from lake_assets.volumes.entry import VolumeEntry
+from tests.ingest_helpers import age, files, local_volume, put, rows
+
+PIPE = "CREATE PIPE p POLL_INTERVAL = 7 AS COPY INTO t FROM VOLUME v USING CSV PURGE = TRUE"
+
+
+def no_spark() -> SparkSession:
+    raise AssertionError("the sensor and the definitions must not start Spark")
+
+
+@dataclass
+class Home:
+    settings: LakeSettings
+    lake: LakeSession
+    volume: Path
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Home:
+    """Connection c, volume v, tables t (fed by pipe p) and plain — all without a JVM: the volume
+    and tables are catalog entries (their Delta tables are not needed to list and decide)."""
+    settings = LakeSettings(lake_home=tmp_path / "lake")
+    lake = LakeSession(Catalog(settings.catalog_path), settings, no_spark)
+    volume = tmp_path / "incoming"
+    volume.mkdir()
+    lake.sql("CREATE STORAGE CONNECTION c TYPE LOCAL")
+    lake.catalog.add_object(
+        VolumeEntry(
+            name="v",
+            created_at=now_utc(),
+            location=f"{volume.as_uri()}/",
+            connection="c",
+            auto_refresh=True,
+        )
+    )
+    columns = (Column("id", "BIGINT"), Column("name", "STRING"))
+    for table in ("t", "plain"):
+        lake.catalog.add_table(TableEntry(table, str(settings.warehouse / f"{table}-1"), columns))
+    lake.sql(PIPE)
+    return Home(settings, lake, volume)
+
+
+@pytest.fixture
+def instance() -> Iterator[DagsterInstance]:
+    with DagsterInstance.ephemeral() as ephemeral:
+        yield ephemeral
+
+
+def tick(defs: Definitions, instance: DagsterInstance, pipe: str = "p") -> object:
+    return defs.resolve_sensor_def(pipe)(build_sensor_context(instance=instance))
+
+
+def run_key(result: object) -> str:
+    assert isinstance(result, SensorResult), result
+    assert result.skip_reason is None
+    (request,) = result.run_requests
+    return request.run_key
+
+
+def test_the_definitions_of_a_pipe(home: Home) -> None:
+    defs = build_definitions(home.settings)
+    graph = defs.resolve_asset_graph()
+    table = graph.get(AssetKey("t"))
+    assert table.is_materializable
+    assert table.check_keys == {AssetCheckKey(AssetKey("t"), FILES_CHECK)}
+    assert AssetKey(["volume", "v"]) in table.parent_entity_keys
+    volume = graph.get(AssetKey(["volume", "v"]))
+    assert not volume.is_materializable
+    assert volume.group_name == "volumes"
+    assert not graph.get(AssetKey("plain")).is_materializable  # no pipe: written by SQL only
+    job = defs.resolve_job_def("ingest_t_job")
+    assert job.tags[OBJECT_TAG] == "table:t"
+    sensor = defs.resolve_sensor_def("p")
+    assert sensor.job_name == "ingest_t_job"
+    assert sensor.minimum_interval_seconds == 6  # POLL_INTERVAL = 7, less a second of slack
+    assert sensor.default_status == DefaultSensorStatus.RUNNING
+
+
+def test_the_pipe_sensor_asks_for_one_run_per_batch_of_settled_files(
+    home: Home, instance: DagsterInstance
+) -> None:
+    defs = build_definitions(home.settings)
+    idle = tick(defs, instance)
+    assert isinstance(idle, SensorResult)
+    assert idle.run_requests == []
+    assert idle.skip_reason.skip_message == "no new files"
+    (observed,) = idle.asset_events
+    assert observed.asset_key == AssetKey(["volume", "v"])
+    assert {k: v.value for k, v in observed.metadata.items()} == {"files": 0, "bytes": 0}
+
+    a = put(home.volume, "a.csv", "1,a\n", seconds=-60)  # still being written
+    waiting = tick(defs, instance)
+    assert waiting.skip_reason.skip_message == "no new files"
+    assert waiting.asset_events[0].metadata["files"].value == 1
+    age(a)
+    put(home.volume, "day=2/b.csv", "2,b\n")
+    first = tick(defs, instance)
+    key = run_key(first)
+    assert key.startswith("p-")
+    assert first.asset_events[0].metadata["files"].value == 2
+    (before,), (after,) = idle.asset_events, first.asset_events
+    assert before.tags["dagster/data_version"] != after.tags["dagster/data_version"]
+
+    assert run_key(tick(defs, instance)) == key  # the same files: the same run, deduplicated
+    put(home.volume, "day=2/b.csv", "2,b\n3,c\n")
+    assert run_key(tick(defs, instance)) != key  # a changed file is a new batch
+
+    home.lake.sql("ALTER PIPE p SET PIPE_EXECUTION_PAUSED = TRUE")
+    paused = tick(defs, instance)
+    assert isinstance(paused, SkipReason)
+    assert "PAUSED" in paused.skip_message
+    home.lake.sql("ALTER PIPE p SET PIPE_EXECUTION_PAUSED = FALSE")
+    assert run_key(tick(defs, instance)).startswith("p-")
+    home.lake.sql("DROP PIPE p")
+    dropped = tick(defs, instance)
+    assert isinstance(dropped, SkipReason)
+    assert dropped.skip_message == "pipe p was dropped"
+
+
+def run_event(instance: DagsterInstance, run_id: str, kind: DagsterEventType) -> None:
+    """What the run's own process reports when it starts or fails."""
+    instance.handle_new_event(
+        EventLogEntry(
+            error_info=None, level="DEBUG", user_message="", run_id=run_id,
+            timestamp=time.time(), dagster_event=DagsterEvent(kind.value, job_name="ingest_t_job"),
+        )
+    )  # fmt: skip
+
+
+def test_the_pipe_sensor_asks_for_no_second_run_while_one_has_not_started(
+    home: Home, instance: DagsterInstance
+) -> None:
+    defs = build_definitions(home.settings)
+    put(home.volume, "a.csv", "1,a\n")
+    queued = DagsterRun(job_name="ingest_t_job", run_id=str(uuid.uuid4()))
+    instance.add_run(queued.with_status(DagsterRunStatus.STARTING))  # launched, loading its code
+    waiting = tick(defs, instance)
+    assert waiting.run_requests == []
+    assert waiting.skip_reason.skip_message == (
+        "1 new files; the queued run of ingest_t_job loads them"
+    )
+    # A started run may have listed the volume before the file came: a new run is asked for.
+    run_event(instance, queued.run_id, DagsterEventType.RUN_START)
+    assert instance.get_run_by_id(queued.run_id).status == DagsterRunStatus.STARTED
+    assert run_key(tick(defs, instance)).startswith("p-")
+
+
+def test_a_batch_whose_run_failed_is_asked_for_again_after_a_pause(
+    home: Home, instance: DagsterInstance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    defs = build_definitions(home.settings)
+    put(home.volume, "a.csv", "1,a\n")
+    first = tick(defs, instance)
+    key = run_key(first)
+    assert first.run_requests[0].tags[BATCH_TAG] == key
+    crashed = DagsterRun(job_name="ingest_t_job", run_id=str(uuid.uuid4()), tags={BATCH_TAG: key})
+    instance.add_run(crashed.with_status(DagsterRunStatus.STARTED))
+    run_event(instance, crashed.run_id, DagsterEventType.RUN_FAILURE)
+    assert instance.get_run_by_id(crashed.run_id).status == DagsterRunStatus.FAILURE
+    waiting = tick(defs, instance)
+    assert waiting.run_requests == []
+    assert waiting.skip_reason.skip_message == "1 new files; a run of them failed, retrying soon"
+    monkeypatch.setattr(sensors, "RETRY_AFTER_SECONDS", 0)
+    retried = tick(defs, instance)
+    assert run_key(retried) == f"{key}-retry1"
+    assert retried.run_requests[0].tags[BATCH_TAG] == key
+
+
+def materialized(result: object) -> tuple[dict[str, object], bool, str]:
+    """The run's one materialization metadata, and its files check: passed, failed files."""
+    assert result.success
+    (event,) = result.get_asset_materialization_events()
+    metadata = {k: v.value for k, v in event.materialization.metadata.items()}
+    (check,) = result.get_asset_check_evaluations()
+    assert check.check_name == FILES_CHECK
+    return metadata, check.passed, check.metadata["failed_files"].value
+
+
+def test_the_ingestion_asset_loads_the_files_and_checks_them(
+    lake: LakeSession, tmp_path: Path, instance: DagsterInstance
+) -> None:
+    volume = local_volume(lake, tmp_path / "incoming")
+    lake.sql(f"CREATE TABLE t (id BIGINT, name STRING); {PIPE}")
+    put(volume, "a.csv", "1,a\n2,b\n")
+    put(volume, "bad.csv", "3,c\nx,d\n")
+    defs = build_definitions(lake.settings)
+    job = defs.resolve_job_def("ingest_t_job")
+
+    metadata, passed, failed = materialized(job.execute_in_process(instance=instance))
+    assert metadata == {
+        "rows_loaded": 2,
+        "files_loaded": 1,
+        "files_failed": 1,
+        "files_purged": 1,
+        "dagster/row_count": 2,
+        "lake/version": 1,
+    }
+    assert not passed
+    assert failed == f"- `{(volume / 'bad.csv').as_uri()}`: column id: 'x' is not a valid BIGINT"
+    assert tick(defs, instance).skip_reason.skip_message == "no new files"  # waits for a change
+
+    put(volume, "bad.csv", "3,c\n4,d\n")
+    run_key(tick(defs, instance))
+    metadata, passed, failed = materialized(job.execute_in_process(instance=instance))
+    assert metadata == {
+        "rows_loaded": 2,
+        "files_loaded": 1,
+        "files_failed": 0,
+        "files_purged": 1,
+        "dagster/row_count": 4,
+        "lake/version": 2,
+    }
+    assert passed
+    assert failed == "none"
+    assert rows(lake, "SELECT id FROM t ORDER BY id") == [(1,), (2,), (3,), (4,)]
+    assert files(volume) == []
+
+
+def test_a_run_for_one_pipe_leaves_a_paused_pipe_alone(
+    lake: LakeSession, tmp_path: Path, instance: DagsterInstance
+) -> None:
+    web = local_volume(lake, tmp_path / "web", "web_vol")
+    shop = local_volume(lake, tmp_path / "shop", "shop_vol")
+    lake.sql(
+        "CREATE TABLE t (id BIGINT, name STRING);"
+        "CREATE PIPE web_pipe AS COPY INTO t FROM VOLUME web_vol USING CSV PURGE = TRUE;"
+        "CREATE PIPE shop_pipe AS COPY INTO t FROM VOLUME shop_vol USING CSV PURGE = TRUE;"
+        "ALTER PIPE shop_pipe SET PIPE_EXECUTION_PAUSED = TRUE"
+    )
+    put(web, "w.csv", "1,web\n")
+    put(shop, "s.csv", "2,shop\n")
+    defs = build_definitions(lake.settings)
+    assert isinstance(tick(defs, instance, "shop_pipe"), SkipReason)
+    run_key(tick(defs, instance, "web_pipe"))
+    assert defs.resolve_job_def("ingest_t_job").execute_in_process(instance=instance).success
+    assert rows(lake, "SELECT id FROM t") == [(1,)]
+    assert files(shop) == ["s.csv"]
