@@ -33,10 +33,12 @@ from pyspark.sql import functions as F
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import MATERIALIZE_SOURCE_CONF, delta_ref, history, session_conf
 from lake_assets.core.settings import LakeSettings
+from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.incremental import RECOMPUTE_KEYS
 from lake_assets.dynamic_tables.pruning import ROWS_PER_FILE
 from lake_assets.dynamic_tables.refresh import incremental_conf, refresh
 from lake_assets.session import LakeSession
+from lake_assets.tables.entry import TableEntry
 from resources.spark import DeltaSparkResource
 
 AGGREGATE = (
@@ -83,9 +85,9 @@ def differences(spark: SparkSession, catalog: Catalog, name: str, query: str) ->
     """0 when the dynamic table holds the same rows as its query now: the row counts and an
     order-free fingerprint (the sum of every row's 64-bit hash) agree. One scan of each side;
     the property tests check exact equality."""
-    for table in catalog.tables():
+    for table in catalog.entries(TableEntry):
         spark.read.format("delta").load(table.location).createOrReplaceTempView(table.name)
-    entry = catalog.dynamic_table(name)
+    entry = catalog.get(DynamicTableEntry, name)
     columns = [c.name for c in entry.columns]
     mine = spark.read.format("delta").load(entry.location).select(*columns)
     truth = spark.sql(query)
@@ -107,7 +109,7 @@ def timed_refresh(
 
 def merge_seconds(spark: SparkSession, catalog: Catalog, name: str) -> str:
     """Delta's own execution time of the refresh's last commit, when that was a MERGE."""
-    last = history(spark, catalog.dynamic_table(name).location, 1)[0]
+    last = history(spark, catalog.get(DynamicTableEntry, name).location, 1)[0]
     if last.operation != "MERGE" or "executionTimeMs" not in last.operation_metrics:
         return "-"
     return f"{int(last.operation_metrics['executionTimeMs']) / 1000:.1f}"
@@ -152,7 +154,7 @@ def plain_copies(
     kept = ("delta.enableChangeDataFeed", "delta.enableDeletionVectors")
     locations = {}
     for name, query in queries.items():
-        source = delta_ref(catalog.dynamic_table(name).location)
+        source = delta_ref(catalog.get(DynamicTableEntry, name).location)
         properties = {
             row.key: row.value
             for row in spark.sql(f"SHOW TBLPROPERTIES {source}").collect()
@@ -244,7 +246,7 @@ def main() -> None:
             started = time.perf_counter()
             lake.sql(f"CREATE DYNAMIC TABLE {name} AS {query}")
             print(f"{name}: created (initial FULL) in {time.perf_counter() - started:.1f} s")
-        for table in catalog.tables():
+        for table in catalog.entries(TableEntry):
             spark.read.format("delta").load(table.location).createOrReplaceTempView(table.name)
         plain = plain_copies(spark, catalog, root, shapes)
 

@@ -33,6 +33,7 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.settings import LakeSettings
 from lake_assets.daemon import spawn_daemon
 from lake_assets.session import LakeSession
+from lake_assets.tables.entry import TableEntry
 from resources.spark import DeltaSparkResource
 from resources.spark_server import free_port, server_url, spawn_server, stop
 
@@ -195,7 +196,7 @@ def main() -> int:
         lake = LakeSession(Catalog(settings.catalog_path), settings, lambda: spark.spark_session)
         lake.sql(SETUP.format(location=incoming.as_uri() + "/", poll=args.poll))
         spark.spark_session.stop()  # the bench's own session (a JVM with --no-connect) is done
-        watcher = CommitWatcher(lake.catalog.table("bench_t").location)
+        watcher = CommitWatcher(lake.catalog.get(TableEntry, "bench_t").location)
 
         with (root / "daemon.log").open("wb") as log:
             processes.append(spawn_daemon(env, log))

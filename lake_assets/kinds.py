@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from lake_assets import connections, dynamic_tables, pipes, tables, volumes
+from lake_assets.connections import kind as connections
 from lake_assets.core.kind import Kind
+from lake_assets.dynamic_tables import kind as dynamic_tables
+from lake_assets.pipes import kind as pipes
 from lake_assets.sql.grammar import Grammar
 from lake_assets.sql.statements import Statement
+from lake_assets.tables import kind as tables
+from lake_assets.volumes import kind as volumes
 
 KINDS: tuple[Kind, ...] = (
     connections.KIND,

@@ -9,12 +9,13 @@ from collections.abc import Callable, Iterable, Iterator
 
 from pyspark.sql import DataFrame, Row, SparkSession
 
-from lake_assets.core.catalog import Catalog, DynamicTableEntry
+from lake_assets.core.catalog import Catalog
 from lake_assets.core.errors import LakeError
 from lake_assets.core.kind import Handler
 from lake_assets.core.results import Result
 from lake_assets.core.settings import LakeSettings
 from lake_assets.core.spark_errors import translate_spark_error
+from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.kinds import BY_NAME, GRAMMAR, KINDS
 from lake_assets.sql.binding import bind_tables, referenced_tables
 from lake_assets.sql.grammar import StatementError
@@ -27,7 +28,6 @@ from lake_assets.sql.statements import (
     Source,
     Statement,
 )
-from lake_assets.tables.engine import table_locations
 
 _HANDLERS: dict[type, Handler] = {
     statement: handler for kind in KINDS for statement, handler in kind.handlers.items()
@@ -85,7 +85,7 @@ class LakeSession:
             raise self._translate(error) from error
 
     def _translate(self, error: Exception) -> Exception:
-        locations = table_locations([*self.catalog.tables(), *self.catalog.dynamic_tables()])
+        locations = self.catalog.relation_locations()
         return translate_spark_error(error, locations) or error
 
     def _stream(self, rows: Iterator[Row]) -> Iterator[Row]:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from lake_assets.core.catalog import Catalog
+from lake_assets.tables.entry import TableEntry
 
 SEED_SQL = Path(__file__).parent / "data" / "seed_tables.sql"
 
@@ -70,7 +71,7 @@ def test_a_type_mismatch_is_one_error_line_and_no_commit(seeded_home: Path) -> N
     (line,) = failed.stderr.splitlines()
     assert line.startswith("error: statement 1: [CAST_INVALID_INPUT] The value 'seven'")
     assert line.endswith("— make the value fit the column's type (DESC TABLE shows it) or CAST it")
-    table = Catalog(seeded_home / "catalog.db").table("sales_source")
+    table = Catalog(seeded_home / "catalog.db").get(TableEntry, "sales_source")
     assert (table.version, table.row_count) == (1, 5)
     assert sorted(p.name for p in (Path(table.location) / "_delta_log").glob("*.json")) == [
         "00000000000000000000.json",
@@ -93,7 +94,7 @@ def test_bad_sql_exits_1_with_one_line_and_leaves_nothing(tmp_path: Path) -> Non
     assert failed.stderr == (
         "error: statement 2: syntax error at line 1: Expecting ) — correct the SQL near '1'\n"
     )
-    assert Catalog(tmp_path / "catalog.db").tables() == []
+    assert Catalog(tmp_path / "catalog.db").entries(TableEntry) == []
     assert not (tmp_path / "warehouse").exists()
 
 

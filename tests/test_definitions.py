@@ -10,15 +10,17 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey, TableColumn, TableSchema
 
-from lake_assets.core.catalog import Catalog, Column, TableEntry
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.entries import Column
 from lake_assets.core.settings import LakeSettings
 from lake_assets.definitions import build_definitions
+from lake_assets.tables.entry import TableEntry
 
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     catalog = Catalog(tmp_path / "catalog.db")
-    entry = catalog.add_table(
+    entry = catalog.add(
         TableEntry(
             "sales_source",
             str(tmp_path / "warehouse" / "sales_source-1"),

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from lake_assets.connections.entry import ConnectionEntry
 from lake_assets.connections.grammar import CreateConnection
-from lake_assets.core.catalog import now_utc
+from lake_assets.core.entries import now_utc
 from lake_assets.core.results import Result
 from lake_assets.sql.statements import DescribeObject
 from resources.secrets import seal, shown
@@ -17,9 +17,9 @@ if TYPE_CHECKING:
 
 def create_connection(session: LakeSession, stmt: CreateConnection) -> Result:
     catalog, lake_home = session.catalog, session.settings.lake_home
-    if catalog.find_object(ConnectionEntry, stmt.name) is not None and stmt.if_not_exists:
+    if catalog.find(ConnectionEntry, stmt.name) is not None and stmt.if_not_exists:
         return Result.status(f"storage connection {stmt.name} already exists; nothing to do")
-    catalog.add_object(
+    catalog.add(
         ConnectionEntry(
             name=stmt.name,
             created_at=now_utc(),
@@ -35,7 +35,7 @@ def create_connection(session: LakeSession, stmt: CreateConnection) -> Result:
 
 
 def describe_connection(session: LakeSession, stmt: DescribeObject) -> Result:
-    entry = session.catalog.get_object(ConnectionEntry, stmt.name)
+    entry = session.catalog.get(ConnectionEntry, stmt.name)
     return Result.properties(
         name=entry.name,
         type=entry.type,
@@ -53,6 +53,6 @@ def show_connections(session: LakeSession) -> Result:
         ["name", "type", "endpoint", "created_at"],
         [
             (c.name, c.type, c.endpoint, c.created_at)
-            for c in session.catalog.objects(ConnectionEntry)
+            for c in session.catalog.entries(ConnectionEntry)
         ],
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from lake_assets.core.catalog import CatalogObject
+from lake_assets.core.entries import CatalogObject
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from lake_assets.core.catalog import CatalogObject
+from lake_assets.core.entries import CatalogObject
 from lake_assets.core.errors import LakeError
 from lake_assets.core.results import Result
 from lake_assets.sql.statements import DropObject
@@ -28,10 +28,10 @@ def drop_object(
             raise LakeError(
                 f"{kind.LABEL} {stmt.name} is used by {users[0]}", f"drop {users[0]} first"
             )
-        if catalog.find_object(kind, stmt.name) is None and stmt.if_exists:
+        if catalog.find(kind, stmt.name) is None and stmt.if_exists:
             return Result.status(f"{kind.LABEL} {stmt.name} does not exist; nothing to do")
-        entry = catalog.get_object(kind, stmt.name)  # an unknown name is an error here
-        catalog.remove_object(kind, stmt.name)
+        entry = catalog.get(kind, stmt.name)  # an unknown name is an error here
+        catalog.remove(kind, stmt.name)
         if cleanup is not None:
             cleanup(entry)
         return Result.status(f"dropped {kind.LABEL} {stmt.name}")

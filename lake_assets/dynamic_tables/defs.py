@@ -19,8 +19,9 @@ from dagster import (
     asset,
 )
 
-from lake_assets.core.catalog import Catalog, DynamicTableEntry
+from lake_assets.core.catalog import Catalog
 from lake_assets.core.settings import LakeSettings
+from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.refresh import (
     MANUAL,
     SCHEDULED,
@@ -132,7 +133,9 @@ def dynamic_table_asset(entry: DynamicTableEntry) -> AssetsDefinition:
         context.log.info(outcome.summary())
         if outcome.mode in (None, "NO_DATA"):
             return
-        yield MaterializeResult(metadata=_metadata(outcome, lake.dynamic_table(entry.name)))
+        yield MaterializeResult(
+            metadata=_metadata(outcome, lake.get(DynamicTableEntry, entry.name))
+        )
 
     return refresh_dynamic_table
 
@@ -149,7 +152,7 @@ def automation_sensor() -> AutomationConditionSensorDefinition:
 
 def build_defs(catalog: Catalog, settings: LakeSettings) -> Definitions:
     """Each dynamic table as an asset, and the sensor that evaluates their automation."""
-    entries = catalog.dynamic_tables()
+    entries = catalog.entries(DynamicTableEntry)
     return Definitions(
         assets=[dynamic_table_asset(entry) for entry in entries],
         sensors=[automation_sensor()] if entries else [],

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import re
 import uuid
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from lake_assets.core.catalog import Catalog, Column, DynamicTableEntry, RefreshRecord, TableEntry
+from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import delta_ref, quote_name, sql_string
+from lake_assets.core.entries import Column, RefreshRecord
 from lake_assets.core.errors import LakeError
 from lake_assets.core.results import Result
+from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.grammar import (
     AlterDynamicTable,
     CreateDynamicTable,
@@ -30,6 +33,7 @@ from lake_assets.dynamic_tables.refresh import (
 from lake_assets.sql.binding import referenced_tables
 from lake_assets.sql.statements import DescribeObject, DropObject
 from lake_assets.tables.engine import enable_change_tracking, remove_files
+from lake_assets.tables.entry import TableEntry
 
 if TYPE_CHECKING:
     from lake_assets.session import LakeSession
@@ -43,7 +47,7 @@ _BAD_COLUMN_NAME = re.compile(r"[ ,;{}()\n\t=]")
 
 def create_dynamic_table(session: LakeSession, stmt: CreateDynamicTable) -> Result:
     spark, catalog = session.spark, session.catalog
-    existing = catalog.find_dynamic_table(stmt.name)
+    existing = catalog.find(DynamicTableEntry, stmt.name)
     if existing is not None and stmt.if_not_exists:
         return Result.status(f"dynamic table {stmt.name} already exists; nothing to do")
     if existing is not None and not stmt.or_replace:
@@ -51,7 +55,7 @@ def create_dynamic_table(session: LakeSession, stmt: CreateDynamicTable) -> Resu
             f"dynamic table {stmt.name} already exists",
             "use CREATE OR REPLACE DYNAMIC TABLE, pick another name, or DROP it first",
         )
-    if catalog.find_table(stmt.name) is not None:
+    if catalog.find(TableEntry, stmt.name) is not None:
         raise LakeError(
             f"table {stmt.name} already exists", "pick another name for the dynamic table"
         )
@@ -119,7 +123,9 @@ def create_dynamic_table(session: LakeSession, stmt: CreateDynamicTable) -> Resu
         stmt.vcluster,
     )
     try:
-        replaced = catalog.add_dynamic_table(entry, replace_existing=stmt.or_replace)
+        replaced = catalog.replace(entry) if stmt.or_replace else None
+        if not stmt.or_replace:
+            catalog.add(entry)
     except LakeError:
         remove_files(location)
         raise
@@ -141,9 +147,9 @@ def _undo_create(
 ) -> None:
     """A CREATE whose first refresh failed leaves nothing behind (or the table it replaced)."""
     if replaced is None:
-        catalog.remove_dynamic_table(entry.name)
+        catalog.remove(DynamicTableEntry, entry.name)
     else:
-        catalog.add_dynamic_table(replaced, replace_existing=True)
+        catalog.replace(replaced)
         if replaced.version is not None and replaced.row_count is not None:
             catalog.record_table_state(replaced, replaced.version, replaced.row_count)
     remove_files(entry.location)
@@ -175,7 +181,7 @@ def _column_names(stmt: CreateDynamicTable, produced: list[str]) -> list[str]:
 
 def _refuse_cycle(catalog: Catalog, name: str, sources: tuple[str, ...]) -> None:
     """A dynamic table may not read itself, directly or through other dynamic tables."""
-    definitions = {entry.name: entry.sources for entry in catalog.dynamic_tables()}
+    definitions = {entry.name: entry.sources for entry in catalog.entries(DynamicTableEntry)}
     definitions[name] = sources
     path = _path_to(definitions, sources, name, [name])
     if path is not None:
@@ -200,16 +206,15 @@ def _path_to(
 
 def drop_dynamic_table(session: LakeSession, stmt: DropObject) -> Result:
     catalog = session.catalog
-    if catalog.find_dynamic_table(stmt.name) is None and stmt.if_exists:
+    if catalog.find(DynamicTableEntry, stmt.name) is None and stmt.if_exists:
         return Result.status(f"dynamic table {stmt.name} does not exist; nothing to do")
-    catalog.dynamic_table(stmt.name)
-    readers = catalog.dynamic_readers(stmt.name)
+    catalog.get(DynamicTableEntry, stmt.name)
+    readers = catalog.users_of(DynamicTableEntry, stmt.name)
     if readers:
         raise LakeError(
-            f"dynamic table {stmt.name} is read by dynamic table {readers[0]}",
-            f"drop dynamic table {readers[0]} first",
+            f"dynamic table {stmt.name} is read by {readers[0]}", f"drop {readers[0]} first"
         )
-    entry = catalog.remove_dynamic_table(stmt.name)
+    entry = catalog.remove(DynamicTableEntry, stmt.name)
     if entry is not None:
         remove_files(entry.location)
     return Result.status(f"dropped dynamic table {stmt.name}")
@@ -223,7 +228,9 @@ def refresh_dynamic_table(session: LakeSession, stmt: RefreshDynamicTable) -> Re
 
 
 def alter_dynamic_table(session: LakeSession, stmt: AlterDynamicTable) -> Result:
-    session.catalog.set_suspended(stmt.name, stmt.suspended)
+    session.catalog.update(
+        DynamicTableEntry, stmt.name, lambda entry: replace(entry, suspended=stmt.suspended)
+    )
     state = "SUSPENDED" if stmt.suspended else "ACTIVE"
     return Result.status(f"dynamic table {stmt.name} is {state}")
 
@@ -234,7 +241,7 @@ def alter_dynamic_table(session: LakeSession, stmt: AlterDynamicTable) -> Result
 def show_dynamic_tables(session: LakeSession) -> Result:
     catalog = session.catalog
     rows = []
-    for entry in catalog.dynamic_tables():
+    for entry in catalog.entries(DynamicTableEntry):
         last = _last(catalog, entry.name)
         rows.append(
             (
@@ -290,7 +297,7 @@ def next_mode(catalog: Catalog, entry: DynamicTableEntry) -> tuple[str, str | No
 
 def describe_dynamic_table(session: LakeSession, stmt: DescribeObject) -> Result:
     catalog = session.catalog
-    entry = catalog.dynamic_table(stmt.name)
+    entry = catalog.get(DynamicTableEntry, stmt.name)
     last = _last(catalog, entry.name)
     committed = _last(catalog, entry.name, committed=True)
     mode, why = next_mode(catalog, entry)
@@ -327,7 +334,7 @@ HISTORY_COLUMNS = [
 def show_refresh_history(session: LakeSession, stmt: ShowRefreshHistory) -> Result:
     catalog = session.catalog
     if stmt.name is not None:
-        catalog.dynamic_table(stmt.name)
+        catalog.get(DynamicTableEntry, stmt.name)
     return Result(
         HISTORY_COLUMNS,
         [

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from sqlglot.tokens import TokenType
 
-from lake_assets.core.catalog import Column
+from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
 from lake_assets.sql.grammar import Grammar, ObjectWords, StatementParser, finished
 from lake_assets.sql.statements import Query, Statement

@@ -21,13 +21,7 @@ from pyspark.sql import SparkSession
 from sqlglot import exp
 
 from lake_assets.core import failpoints
-from lake_assets.core.catalog import (
-    Catalog,
-    DynamicTableEntry,
-    RefreshRecord,
-    TableEntry,
-    now_utc,
-)
+from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import (
     COMMIT_TAG_CONF,
     MATERIALIZE_SOURCE_CONF,
@@ -37,9 +31,11 @@ from lake_assets.core.delta import (
     row_count,
     session_conf,
 )
+from lake_assets.core.entries import RefreshRecord, now_utc
 from lake_assets.core.errors import LakeError
 from lake_assets.core.spark_errors import translate_spark_error
 from lake_assets.dynamic_tables import pruning
+from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.incremental import (
     SourceRead,
     aggregate_merge,
@@ -53,7 +49,8 @@ from lake_assets.dynamic_tables.incremental import row_changes as result_changes
 from lake_assets.dynamic_tables.plan import AGGREGATE, Plan, classify
 from lake_assets.sql.grammar import Grammar
 from lake_assets.sql.statements import Query
-from lake_assets.tables.engine import enable_change_tracking, table_locations
+from lake_assets.tables.engine import enable_change_tracking
+from lake_assets.tables.entry import TableEntry
 
 CREATION, MANUAL, SCHEDULED, UPSTREAM = "CREATION", "MANUAL", "SCHEDULED", "UPSTREAM"
 SUCCEED, FAILED, SKIPPED = "SUCCEED", "FAILED", "SKIPPED"
@@ -127,7 +124,7 @@ def refresh(
     `full` recomputes even when the changes could be applied (benchmarks compare the two)."""
     if trigger not in TRIGGERS:
         raise ValueError(f"unknown refresh trigger {trigger}")
-    entry = catalog.dynamic_table(name)
+    entry = catalog.get(DynamicTableEntry, name)
     if entry.suspended and trigger in (SCHEDULED, UPSTREAM):
         return record_skipped(catalog, name, trigger, "the dynamic table is suspended")
     start, clock = now_utc(), time.monotonic()
@@ -147,7 +144,7 @@ def refresh(
 
 
 def translate(catalog: Catalog, error: Exception) -> LakeError:
-    locations = table_locations([*catalog.tables(), *catalog.dynamic_tables()])
+    locations = catalog.relation_locations()
     translated = translate_spark_error(error, locations)
     if translated is not None:
         return translated
@@ -179,7 +176,7 @@ def _refresh(
     full: bool,
 ) -> RefreshOutcome:
     previous, dt_version = _reconcile(spark, catalog, entry)
-    entry = catalog.dynamic_table(entry.name)
+    entry = catalog.get(DynamicTableEntry, entry.name)
     rows_before = (
         entry.row_count
         if entry.version == dt_version and entry.row_count is not None

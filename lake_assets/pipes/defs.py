@@ -18,13 +18,14 @@ from dagster import (
     multi_asset,
 )
 
-from lake_assets.core.catalog import Catalog, TableEntry
+from lake_assets.core.catalog import Catalog
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
 from lake_assets.pipes.engine import EVENT_NOTIFICATION, ingest, pipe_copy
 from lake_assets.pipes.entry import PipeEntry
 from lake_assets.pipes.sensors import event_pipe_sensor, pipe_sensor
 from lake_assets.tables.defs import TABLES_GROUP, table_metadata
+from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes.defs import volume_key
 from lake_assets.volumes.entry import VolumeEntry
 from resources.catalog import CatalogResource
@@ -73,7 +74,7 @@ def ingestion_asset(table: TableEntry, pipes: list[PipeEntry]) -> AssetsDefiniti
         running = [
             current
             for pipe in named or pipes
-            if (current := lake.find_object(PipeEntry, pipe.name)) and not current.paused
+            if (current := lake.find(PipeEntry, pipe.name)) and not current.paused
         ]
         outcomes = [
             ingest(
@@ -87,7 +88,7 @@ def ingestion_asset(table: TableEntry, pipes: list[PipeEntry]) -> AssetsDefiniti
             for pipe in running
         ]
         failed = [r for o in outcomes for r in o.records if r.status == "LOAD_FAILED"]
-        current = lake.table(table.name)
+        current = lake.get(TableEntry, table.name)
         return MaterializeResult(
             metadata={
                 "rows_loaded": sum(o.rows for o in outcomes),
@@ -124,11 +125,11 @@ def ingestion_job(table: str) -> Any:
 def build_defs(catalog: Catalog, settings: LakeSettings) -> Definitions:
     """Per table fed by pipes: its ingestion asset and job, and one sensor per pipe."""
     pipes_by_table: dict[str, list[PipeEntry]] = defaultdict(list)
-    for pipe in catalog.objects(PipeEntry):
-        if catalog.find_table(pipe.table) and catalog.find_object(VolumeEntry, pipe.volume):
+    for pipe in catalog.entries(PipeEntry):
+        if catalog.find(TableEntry, pipe.table) and catalog.find(VolumeEntry, pipe.volume):
             pipes_by_table[pipe.table].append(pipe)
     assets, jobs, sensors = [], [], []
-    for table in catalog.tables():
+    for table in catalog.entries(TableEntry):
         pipes = pipes_by_table.get(table.name)
         if not pipes:
             continue

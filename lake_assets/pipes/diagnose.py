@@ -7,7 +7,7 @@ import json
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 
-from lake_assets.core.catalog import Column
+from lake_assets.core.entries import Column
 from lake_assets.volumes.grammar import VolumeSource
 
 _INTEGER_BITS = {"TINYINT": 8, "SMALLINT": 16, "INT": 32, "BIGINT": 64}

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 from pyspark.sql import SparkSession
 
 from lake_assets.core import failpoints
-from lake_assets.core.catalog import Catalog, now_utc
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.entries import now_utc
 from lake_assets.core.errors import LakeError
 from lake_assets.core.results import Result
 from lake_assets.core.settings import LakeSettings
@@ -23,6 +24,7 @@ from lake_assets.pipes.loading import (
     target_columns,
 )
 from lake_assets.sql.statements import DescribeObject
+from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes.entry import VolumeEntry
 from lake_assets.volumes.files import named_files, source_files, store_of
 from resources.storage import FileInfo, VolumeStore, split_location
@@ -48,8 +50,8 @@ def ingest(
 ) -> LoadOutcome:
     """Load every pending file of the COPY's volume (or of `paths`, named by S3 events) once;
     with PURGE, delete the loaded ones."""
-    table = catalog.table(copy.table)
-    volume = catalog.get_object(VolumeEntry, copy.source.volume)
+    table = catalog.get(TableEntry, copy.table)
+    volume = catalog.get(VolumeEntry, copy.source.volume)
     store = store_of(catalog, settings, volume)
     fence = reconcile(spark, catalog, table)
     days = settings.load_history_days
@@ -86,26 +88,26 @@ def copy_into_table(session: LakeSession, copy: CopyIntoTable) -> Result:
 
 
 def alter_pipe(session: LakeSession, stmt: AlterPipe) -> Result:
-    pipe = session.catalog.get_object(PipeEntry, stmt.name)
+    pipe = session.catalog.get(PipeEntry, stmt.name)
     if stmt.refresh:
         outcome = ingest(
             session.spark, session.catalog, session.settings, pipe_copy(pipe), pipe.name
         )
         return Result.status(outcome.summary())
-    session.catalog.update_object(replace(pipe, paused=bool(stmt.paused)))
+    session.catalog.update(PipeEntry, pipe.name, lambda now: replace(now, paused=bool(stmt.paused)))
     state = "PAUSED" if stmt.paused else "RUNNING"
     return Result.status(f"pipe {pipe.name} is {state}")
 
 
 def create_pipe(session: LakeSession, stmt: CreatePipe) -> Result:
     catalog, settings = session.catalog, session.settings
-    if catalog.find_object(PipeEntry, stmt.name) is not None:
+    if catalog.find(PipeEntry, stmt.name) is not None:
         if stmt.if_not_exists:
             return Result.status(f"pipe {stmt.name} already exists; nothing to do")
         raise LakeError(f"pipe {stmt.name} already exists", "pick another name or DROP PIPE first")
-    target_columns(catalog.table(stmt.copy.table), stmt.copy.source)
-    volume = catalog.get_object(VolumeEntry, stmt.copy.source.volume)
-    sharing = [p.name for p in catalog.objects(PipeEntry) if p.volume == volume.name]
+    target_columns(catalog.get(TableEntry, stmt.copy.table), stmt.copy.source)
+    volume = catalog.get(VolumeEntry, stmt.copy.source.volume)
+    sharing = [p.name for p in catalog.entries(PipeEntry) if p.volume == volume.name]
     if sharing:
         raise LakeError(
             f"volume {volume.name} already feeds pipe {sharing[0]}",
@@ -114,7 +116,7 @@ def create_pipe(session: LakeSession, stmt: CreatePipe) -> Result:
     if stmt.ingest_mode == EVENT_NOTIFICATION:
         _check_notification(stmt, volume)
     store_of(catalog, settings, volume)
-    catalog.add_object(
+    catalog.add(
         PipeEntry(
             name=stmt.name,
             created_at=now_utc(),
@@ -173,26 +175,26 @@ def _check_notification(stmt: CreatePipe, volume: VolumeEntry) -> None:
 def pending_for(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry) -> list[FileInfo]:
     """Files the pipe would load now; cheap (a listing and the index), no Spark."""
     copy = pipe_copy(pipe)
-    volume = catalog.get_object(VolumeEntry, copy.source.volume)
+    volume = catalog.get(VolumeEntry, copy.source.volume)
     store = store_of(catalog, settings, volume)
     files = source_files(copy.source, volume, store)
     return pending_files(catalog, copy.table, files, settings.load_history_days)
 
 
 def invalid_reason(catalog: Catalog, pipe: PipeEntry) -> str | None:
-    if catalog.find_table(pipe.table) is None:
+    if catalog.find(TableEntry, pipe.table) is None:
         return f"table {pipe.table} does not exist"
-    if catalog.find_object(VolumeEntry, pipe.volume) is None:
+    if catalog.find(VolumeEntry, pipe.volume) is None:
         return f"volume {pipe.volume} does not exist"
     return None
 
 
 def describe_pipe(session: LakeSession, stmt: DescribeObject) -> Result:
     catalog, settings = session.catalog, session.settings
-    pipe = catalog.get_object(PipeEntry, stmt.name)
+    pipe = catalog.get(PipeEntry, stmt.name)
     reason = invalid_reason(catalog, pipe)
     pending = None if reason else len(pending_for(catalog, settings, pipe))
-    volume = catalog.find_object(VolumeEntry, pipe.volume)
+    volume = catalog.find(VolumeEntry, pipe.volume)
     notified = pipe.ingest_mode == EVENT_NOTIFICATION
     queue = f"{volume.queue_type}:{volume.queue_name}" if notified and volume else None
     loads = [r for r in catalog.load_history(pipe.table) if r.pipe_name == pipe.name]
@@ -226,6 +228,6 @@ def show_pipes(session: LakeSession) -> Result:
         [
             (p.name, "PAUSED" if p.paused else "RUNNING", "VOLUME", p.volume, p.table,
              p.ingest_mode, p.comment)
-            for p in session.catalog.objects(PipeEntry)
+            for p in session.catalog.entries(PipeEntry)
         ],
     )  # fmt: skip

@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.settings import LakeSettings
 from lake_assets.pipes.grammar import LoadHistorySource
+from lake_assets.tables.entry import TableEntry
 
 if TYPE_CHECKING:
     from lake_assets.session import LakeSession
@@ -27,7 +28,7 @@ def read_load_history(session: LakeSession, source: LoadHistorySource) -> DataFr
 def load_history_frame(
     spark: SparkSession, catalog: Catalog, settings: LakeSettings, table: str
 ) -> DataFrame:
-    catalog.table(table)
+    catalog.get(TableEntry, table)
     since = datetime.now(UTC) - timedelta(days=settings.load_history_days)
     records = catalog.load_history(table, since.isoformat(timespec="milliseconds"))
     return spark.createDataFrame(

@@ -18,11 +18,13 @@ from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 
 from lake_assets.core import failpoints
-from lake_assets.core.catalog import Catalog, Column, LoadRecord, TableEntry, now_utc
+from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import history, row_count
+from lake_assets.core.entries import Column, LoadRecord, now_utc
 from lake_assets.core.errors import LakeError
 from lake_assets.pipes.diagnose import first_problem
 from lake_assets.tables.dml import record_commit_state
+from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes.files import column_ddl, reader_options
 from lake_assets.volumes.grammar import VolumeSource
 from resources.storage import FileInfo, VolumeStore
@@ -370,7 +372,7 @@ def _commit(
             "files": [[i.url, i.size, i.last_modified.isoformat(), n] for i, n in good],
         }
     )
-    before = catalog.table(table.name)
+    before = catalog.get(TableEntry, table.name)
     failpoints.reached(failpoints.BEFORE_COMMIT)
     (
         _as_table_rows(rows, table, columns)

@@ -29,14 +29,14 @@ class Look:
 def look(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry, backfill: bool) -> Look:
     """Take the queue's messages, keep the created files not loaded yet, then delete them."""
     copy = pipe_copy(pipe)
-    volume = catalog.get_object(VolumeEntry, pipe.volume)
+    volume = catalog.get(VolumeEntry, pipe.volume)
     store = store_of(catalog, settings, volume)
     if not isinstance(store, S3Store):
         raise LakeError(
             f"pipe {pipe.name}: volume {volume.name} is not in object storage",
             f"DROP PIPE {pipe.name} and CREATE it with INGEST_MODE = 'LIST_PURGE'",
         )
-    connection = catalog.get_object(ConnectionEntry, volume.connection)
+    connection = catalog.get(ConnectionEntry, volume.connection)
     queue = open_queue(volume, connection, settings.lake_home)
     received = queue.receive()
     latest: dict[str, FileInfo | None] = {}

@@ -48,7 +48,7 @@ def ingest_run_config(table: str, pipe: str, files: list[str]) -> dict[str, Any]
 def running_pipe(settings: LakeSettings, name: str) -> tuple[Catalog, PipeEntry] | SkipReason:
     """The pipe as the catalog has it now, or why its sensor skips (dropped or paused)."""
     catalog = Catalog(settings.catalog_path)
-    current = catalog.find_object(PipeEntry, name)
+    current = catalog.find(PipeEntry, name)
     if current is None:
         return SkipReason(f"pipe {name} was dropped")
     if current.paused:
@@ -110,7 +110,7 @@ def pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> SensorDefi
         if isinstance(state, SkipReason):
             return state
         catalog, current = state
-        volume = catalog.get_object(VolumeEntry, current.volume)
+        volume = catalog.get(VolumeEntry, current.volume)
         listing = store_of(catalog, settings, volume).list(recursive=volume.recursive)
         observation = volume_observation(volume.name, listing)
         pending = pending_for(catalog, settings, current)

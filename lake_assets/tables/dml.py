@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
-from lake_assets.core.catalog import Catalog, TableEntry
+from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import (
     COMMIT_TAG_CONF,
     history,
@@ -17,6 +17,7 @@ from lake_assets.core.delta import (
 )
 from lake_assets.core.results import Result
 from lake_assets.sql.statements import Dml
+from lake_assets.tables.entry import TableEntry
 
 if TYPE_CHECKING:
     from lake_assets.session import LakeSession
@@ -34,7 +35,7 @@ def execute_dml(session: LakeSession, stmt: Dml) -> Result:
 
 def run_dml(spark: SparkSession, catalog: Catalog, stmt: Dml, bound_sql: str) -> Result:
     """Run a bound DML statement and record the table's new version and row count."""
-    target = catalog.table(stmt.target)
+    target = catalog.get(TableEntry, stmt.target)
     tag = f"lake-statement-{uuid.uuid4().hex}"
     with session_conf(spark, {COMMIT_TAG_CONF: tag}):
         spark.sql(bound_sql).collect()

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import shutil
 import uuid
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
-from lake_assets.core.catalog import Catalog, DynamicTableEntry, TableEntry, unknown_table
+from lake_assets.core.catalog import Catalog, unknown_table
 from lake_assets.core.delta import delta_ref, history, quote_name, row_changes, sql_string
 from lake_assets.core.errors import LakeError
 from lake_assets.core.results import Result
+from lake_assets.tables.entry import TableEntry
 from lake_assets.tables.grammar import (
     AlterTableProperties,
     CreateTable,
@@ -47,7 +49,7 @@ def _delta_properties(properties: dict[str, str]) -> dict[str, str]:
 
 def create_table(session: LakeSession, stmt: CreateTable) -> Result:
     catalog = session.catalog
-    if catalog.find_table(stmt.name) is not None:
+    if catalog.find(TableEntry, stmt.name) is not None:
         if stmt.if_not_exists:
             return Result.status(f"table {stmt.name} already exists; nothing to do")
         raise LakeError(
@@ -64,7 +66,7 @@ def create_table(session: LakeSession, stmt: CreateTable) -> Result:
     comment = f" COMMENT {sql_string(stmt.comment)}" if stmt.comment else ""
     session.spark.sql(f"CREATE TABLE {delta_ref(location)} ({columns}) USING delta{comment}")
     try:
-        entry = catalog.add_table(TableEntry(stmt.name, location, stmt.columns, stmt.comment))
+        entry = catalog.add(TableEntry(stmt.name, location, stmt.columns, stmt.comment))
     except LakeError:
         remove_files(location)
         raise
@@ -74,17 +76,14 @@ def create_table(session: LakeSession, stmt: CreateTable) -> Result:
 
 def drop_table(session: LakeSession, stmt: DropTable) -> Result:
     catalog = session.catalog
-    if catalog.find_dynamic_table(stmt.name) is not None:
-        raise LakeError(
-            f"{stmt.name} is a dynamic table", f"drop it with DROP DYNAMIC TABLE {stmt.name}"
-        )
-    readers = catalog.dynamic_readers(stmt.name)
+    other = catalog.find_relation(stmt.name)
+    if other is not None and not isinstance(other, TableEntry):
+        words = other.CREATE.removeprefix("CREATE ")
+        raise LakeError(f"{stmt.name} is a {other.LABEL}", f"drop it with DROP {words} {stmt.name}")
+    readers = catalog.users_of(TableEntry, stmt.name)
     if readers:
-        raise LakeError(
-            f"table {stmt.name} is read by dynamic table {readers[0]}",
-            f"drop dynamic table {readers[0]} first",
-        )
-    entry = catalog.remove_table(stmt.name)
+        raise LakeError(f"table {stmt.name} is read by {readers[0]}", f"drop {readers[0]} first")
+    entry = catalog.remove(TableEntry, stmt.name)
     if entry is None:
         if stmt.if_exists:
             return Result.status(f"table {stmt.name} does not exist; nothing to do")
@@ -112,13 +111,16 @@ def enable_change_tracking(spark: SparkSession, catalog: Catalog, name: str) -> 
 def set_properties(
     spark: SparkSession, catalog: Catalog, name: str, properties: dict[str, str]
 ) -> None:
-    entry = catalog.table(name)
+    entry = catalog.get(TableEntry, name)
     delta = _delta_properties(properties)
     assignments = ", ".join(
         f"{sql_string(key)} = {sql_string(value)}" for key, value in delta.items()
     )
     spark.sql(f"ALTER TABLE {delta_ref(entry.location)} SET TBLPROPERTIES ({assignments})")
-    catalog.set_table_properties(name, {key: value.lower() for key, value in properties.items()})
+    lowered = {key: value.lower() for key, value in properties.items()}
+    catalog.update(
+        TableEntry, name, lambda entry: replace(entry, properties={**entry.properties, **lowered})
+    )
 
 
 def describe_table(session: LakeSession, stmt: DescribeTable) -> Result:
@@ -134,7 +136,7 @@ def show_tables(session: LakeSession, stmt: ShowTables) -> Result:
         ["name", "kind", "change_tracking", "rows", "version", "comment", "created_at"],
         [
             (e.name, "TABLE", e.change_tracking, e.row_count, e.version, e.comment, e.created_at)
-            for e in session.catalog.tables()
+            for e in session.catalog.entries(TableEntry)
         ],
     )
 
@@ -153,8 +155,3 @@ def describe_history(session: LakeSession, stmt: DescribeHistory) -> Result:
             for commit in history(session.spark, entry.location)
         ],
     )
-
-
-def table_locations(entries: list[TableEntry | DynamicTableEntry]) -> dict[str, str]:
-    """Location → name, so errors can say the table's name instead of its path."""
-    return {entry.location: entry.name for entry in entries}

@@ -45,4 +45,4 @@ def volume_spec(volume: VolumeEntry) -> AssetSpec:
 
 
 def build_defs(catalog: Catalog, settings: LakeSettings) -> Definitions:
-    return Definitions(assets=[volume_spec(volume) for volume in catalog.objects(VolumeEntry)])
+    return Definitions(assets=[volume_spec(volume) for volume in catalog.entries(VolumeEntry)])

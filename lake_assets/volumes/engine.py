@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame
 
-from lake_assets.core.catalog import now_utc
+from lake_assets.core.entries import now_utc
 from lake_assets.core.errors import LakeError
 from lake_assets.core.results import Result
 from lake_assets.sql.statements import DescribeObject
+from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes import files
 from lake_assets.volumes.entry import VolumeEntry
 from lake_assets.volumes.grammar import (
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 def create_volume(session: LakeSession, stmt: CreateVolume) -> Result:
     catalog, settings = session.catalog, session.settings
-    if catalog.find_object(VolumeEntry, stmt.name) is not None:
+    if catalog.find(VolumeEntry, stmt.name) is not None:
         if stmt.if_not_exists:
             return Result.status(f"volume {stmt.name} already exists; nothing to do")
         raise LakeError(f"volume {stmt.name} already exists", "pick another name or DROP it first")
@@ -51,22 +52,22 @@ def create_volume(session: LakeSession, stmt: CreateVolume) -> Result:
     )
     store = files.store_of(catalog, settings, entry)
     files.create_directory_table(session.spark, directory)
-    catalog.add_object(entry)
+    catalog.add(entry)
     files.refresh_directory(session.spark, entry, store)
     return Result.status(f"created volume {stmt.name}")
 
 
 def refresh_volume(session: LakeSession, stmt: RefreshVolume) -> Result:
-    volume = session.catalog.get_object(VolumeEntry, stmt.name)
+    volume = session.catalog.get(VolumeEntry, stmt.name)
     store = files.store_of(session.catalog, session.settings, volume)
     return Result.status(files.refresh_directory(session.spark, volume, store))
 
 
 def copy_into_volume(session: LakeSession, stmt: CopyIntoVolume) -> Result:
-    volume = session.catalog.get_object(VolumeEntry, stmt.volume)
+    volume = session.catalog.get(VolumeEntry, stmt.volume)
     store = files.store_of(session.catalog, session.settings, volume)
     if stmt.table is not None:
-        location = session.catalog.table(stmt.table).location
+        location = session.catalog.get(TableEntry, stmt.table).location
         frame = session.spark.read.format("delta").load(location)
     else:
         assert stmt.query is not None
@@ -76,13 +77,13 @@ def copy_into_volume(session: LakeSession, stmt: CopyIntoVolume) -> Result:
 
 
 def read_volume(session: LakeSession, source: VolumeSource) -> DataFrame:
-    volume = session.catalog.get_object(VolumeEntry, source.volume)
+    volume = session.catalog.get(VolumeEntry, source.volume)
     store = files.store_of(session.catalog, session.settings, volume)
     return files.read_files(session.spark, source, store, files.source_files(source, volume, store))
 
 
 def read_directory(session: LakeSession, source: DirectorySource) -> DataFrame:
-    volume = session.catalog.get_object(VolumeEntry, source.volume)
+    volume = session.catalog.get(VolumeEntry, source.volume)
     store = files.store_of(session.catalog, session.settings, volume)
     return files.directory_frame(session.spark, volume, store)
 
@@ -92,13 +93,13 @@ def show_volumes(session: LakeSession) -> Result:
         ["name", "location", "connection", "auto_refresh", "comment", "created_at"],
         [
             (v.name, v.location, v.connection, v.auto_refresh, v.comment, v.created_at)
-            for v in session.catalog.objects(VolumeEntry)
+            for v in session.catalog.entries(VolumeEntry)
         ],
     )
 
 
 def describe_volume(session: LakeSession, stmt: DescribeObject) -> Result:
-    volume = session.catalog.get_object(VolumeEntry, stmt.name)
+    volume = session.catalog.get(VolumeEntry, stmt.name)
     store = files.store_of(session.catalog, session.settings, volume)
     listing = store.list(recursive=volume.recursive)
     users = session.catalog.users_of(VolumeEntry, volume.name)

@@ -10,8 +10,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
 from lake_assets.connections.entry import ConnectionEntry
-from lake_assets.core.catalog import Catalog, Column
+from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import delta_ref
+from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
 from lake_assets.core.results import Result
 from lake_assets.core.settings import LakeSettings
@@ -33,7 +34,7 @@ _EXTENSIONS = {"CSV": "csv", "PARQUET": "parquet", "JSON": "json"}
 
 
 def store_of(catalog: Catalog, settings: LakeSettings, volume: VolumeEntry) -> VolumeStore:
-    connection = catalog.get_object(ConnectionEntry, volume.connection)
+    connection = catalog.get(ConnectionEntry, volume.connection)
     return open_store(volume, connection, settings.lake_home)
 
 

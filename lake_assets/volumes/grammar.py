@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from sqlglot.tokens import TokenType
 
-from lake_assets.core.catalog import Column
+from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
 from lake_assets.sql.grammar import Grammar, ObjectWords, SourceParser, StatementParser, finished
 from lake_assets.sql.relations import opens_call

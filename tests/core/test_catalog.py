@@ -7,13 +7,16 @@ import os
 import queue
 import traceback
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lake_assets.core.catalog import Catalog, Column, TableEntry
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
+from lake_assets.tables.entry import TableEntry
 
 COLUMNS = (Column("id", "BIGINT", "Order ID"), Column("amount", "DECIMAL(10,2)"))
 
@@ -35,12 +38,12 @@ def test_a_new_catalog_creates_its_directory_and_is_empty(tmp_path):
     path = tmp_path / "not" / "yet" / "there" / "catalog.db"
     catalog = Catalog(path)
     assert path.is_file()
-    assert catalog.tables() == []
+    assert catalog.entries(TableEntry) == []
 
 
 def test_added_table_can_be_found_with_all_its_fields(catalog):
-    added = catalog.add_table(entry("sales", comment="Sales", properties={"owner": "ops"}))
-    found = catalog.find_table("sales")
+    added = catalog.add(entry("sales", comment="Sales", properties={"owner": "ops"}))
+    found = catalog.find(TableEntry, "sales")
     assert found == added
     assert found.location == "/warehouse/sales-abc"
     assert found.columns == COLUMNS
@@ -51,61 +54,68 @@ def test_added_table_can_be_found_with_all_its_fields(catalog):
 
 
 def test_find_table_of_an_unknown_name_is_none(catalog):
-    assert catalog.find_table("nope") is None
+    assert catalog.find(TableEntry, "nope") is None
 
 
 def test_table_of_an_unknown_name_says_how_to_find_names(catalog):
     with pytest.raises(LakeError) as caught:
-        catalog.table("nope")
+        catalog.get(TableEntry, "nope")
     assert caught.value.what == "table nope does not exist"
     assert "SHOW TABLES" in caught.value.fix
     assert "CREATE TABLE" in caught.value.fix
 
 
 def test_adding_an_existing_name_fails(catalog):
-    catalog.add_table(entry("sales"))
+    catalog.add(entry("sales"))
     with pytest.raises(LakeError) as caught:
-        catalog.add_table(entry("sales", comment="another"))
+        catalog.add(entry("sales", comment="another"))
     assert caught.value.what == "table sales already exists"
     assert "IF NOT EXISTS" in caught.value.fix
-    assert catalog.table("sales").comment is None
+    assert catalog.get(TableEntry, "sales").comment is None
 
 
 def test_tables_are_listed_by_name(catalog):
     for name in ("orders", "customers", "sales"):
-        catalog.add_table(entry(name))
-    assert [table.name for table in catalog.tables()] == ["customers", "orders", "sales"]
+        catalog.add(entry(name))
+    assert [table.name for table in catalog.entries(TableEntry)] == ["customers", "orders", "sales"]
 
 
 def test_remove_table_returns_what_it_was(catalog):
-    added = catalog.add_table(entry("sales"))
-    assert catalog.remove_table("sales") == added
-    assert catalog.find_table("sales") is None
-    assert catalog.tables() == []
+    added = catalog.add(entry("sales"))
+    assert catalog.remove(TableEntry, "sales") == added
+    assert catalog.find(TableEntry, "sales") is None
+    assert catalog.entries(TableEntry) == []
 
 
 def test_remove_of_an_unknown_table_is_none(catalog):
-    assert catalog.remove_table("nope") is None
+    assert catalog.remove(TableEntry, "nope") is None
 
 
 def test_a_removed_name_can_be_added_again(catalog):
-    catalog.add_table(entry("sales"))
-    catalog.remove_table("sales")
-    catalog.add_table(entry("sales", comment="second"))
-    assert catalog.table("sales").comment == "second"
+    catalog.add(entry("sales"))
+    catalog.remove(TableEntry, "sales")
+    catalog.add(entry("sales", comment="second"))
+    assert catalog.get(TableEntry, "sales").comment == "second"
 
 
-def test_set_table_properties_merges_with_existing_ones(catalog):
-    catalog.add_table(entry("sales", properties={"owner": "ops", "change_tracking": "false"}))
-    updated = catalog.set_table_properties("sales", {"change_tracking": "true"})
+def merged(properties):
+    return lambda table: replace(table, properties={**table.properties, **properties})
+
+
+def test_update_sees_the_entry_as_it_is_now(catalog):
+    catalog.add(entry("sales", properties={"owner": "ops", "change_tracking": "false"}))
+    updated = catalog.update(TableEntry, "sales", merged({"change_tracking": "true"}))
     assert updated.properties == {"owner": "ops", "change_tracking": "true"}
-    assert catalog.table("sales").properties == {"owner": "ops", "change_tracking": "true"}
-    assert catalog.table("sales").change_tracking is True
+    assert catalog.get(TableEntry, "sales").properties == {
+        "owner": "ops",
+        "change_tracking": "true",
+    }
+    assert catalog.get(TableEntry, "sales").change_tracking is True
 
 
-def test_set_table_properties_of_an_unknown_table_fails(catalog):
+def test_update_of_an_unknown_table_fails(catalog):
     with pytest.raises(LakeError, match="table nope does not exist"):
-        catalog.set_table_properties("nope", {"change_tracking": "true"})
+        catalog.update(TableEntry, "nope", merged({"change_tracking": "true"}))
 
 
 @pytest.mark.parametrize(
@@ -117,57 +127,57 @@ def test_change_tracking_reads_the_property(properties, expected):
 
 
 def test_record_table_state_shows_on_the_table(catalog):
-    catalog.add_table(entry("sales"))
-    catalog.record_table_state(catalog.table("sales"), 0, 0)
-    catalog.record_table_state(catalog.table("sales"), 3, 42)
-    table = catalog.table("sales")
+    catalog.add(entry("sales"))
+    catalog.record_table_state(catalog.get(TableEntry, "sales"), 0, 0)
+    catalog.record_table_state(catalog.get(TableEntry, "sales"), 3, 42)
+    table = catalog.get(TableEntry, "sales")
     assert (table.version, table.row_count) == (3, 42)
-    assert [(t.version, t.row_count) for t in catalog.tables()] == [(3, 42)]
+    assert [(t.version, t.row_count) for t in catalog.entries(TableEntry)] == [(3, 42)]
 
 
 def test_an_older_version_never_overwrites_a_newer_one(catalog):
-    catalog.add_table(entry("sales"))
-    catalog.record_table_state(catalog.table("sales"), 5, 50)
-    catalog.record_table_state(catalog.table("sales"), 4, 40)
-    catalog.record_table_state(catalog.table("sales"), 5, 999)
-    table = catalog.table("sales")
+    catalog.add(entry("sales"))
+    catalog.record_table_state(catalog.get(TableEntry, "sales"), 5, 50)
+    catalog.record_table_state(catalog.get(TableEntry, "sales"), 4, 40)
+    catalog.record_table_state(catalog.get(TableEntry, "sales"), 5, 999)
+    table = catalog.get(TableEntry, "sales")
     assert (table.version, table.row_count) == (5, 50)
 
 
 def test_removing_a_table_forgets_its_state(catalog):
-    catalog.add_table(entry("sales"))
-    catalog.record_table_state(catalog.table("sales"), 7, 70)
-    catalog.remove_table("sales")
-    catalog.add_table(entry("sales"))
-    catalog.record_table_state(catalog.table("sales"), 0, 0)
-    table = catalog.table("sales")
+    catalog.add(entry("sales"))
+    catalog.record_table_state(catalog.get(TableEntry, "sales"), 7, 70)
+    catalog.remove(TableEntry, "sales")
+    catalog.add(entry("sales"))
+    catalog.record_table_state(catalog.get(TableEntry, "sales"), 0, 0)
+    table = catalog.get(TableEntry, "sales")
     assert (table.version, table.row_count) == (0, 0)
 
 
 def test_a_late_commit_of_a_dropped_table_does_not_stick_to_a_new_table_of_that_name(catalog):
-    dropped = catalog.add_table(entry("sales"))
+    dropped = catalog.add(entry("sales"))
     catalog.record_table_state(dropped, 5, 50)
-    catalog.remove_table("sales")
+    catalog.remove(TableEntry, "sales")
     catalog.record_table_state(dropped, 6, 60)  # a writer that committed just before the DROP
-    recreated = catalog.add_table(entry("sales", location="/warehouse/sales-new"))
+    recreated = catalog.add(entry("sales", location="/warehouse/sales-new"))
     catalog.record_table_state(dropped, 7, 70)  # ... or whose record lands after the re-CREATE
     catalog.record_table_state(recreated, 0, 0)  # what CREATE TABLE records
-    table = catalog.table("sales")
+    table = catalog.get(TableEntry, "sales")
     assert (table.version, table.row_count) == (0, 0)
 
 
 def test_a_second_catalog_on_the_same_file_sees_everything(tmp_path):
     path = tmp_path / "catalog.db"
     first = Catalog(path)
-    first.add_table(entry("sales", comment="Sales", properties={"change_tracking": "true"}))
-    first.add_table(entry("orders"))
-    first.record_table_state(first.table("sales"), 2, 20)
-    first.remove_table("orders")
+    first.add(entry("sales", comment="Sales", properties={"change_tracking": "true"}))
+    first.add(entry("orders"))
+    first.record_table_state(first.get(TableEntry, "sales"), 2, 20)
+    first.remove(TableEntry, "orders")
 
     restarted = Catalog(path)
-    assert [table.name for table in restarted.tables()] == ["sales"]
-    sales = restarted.table("sales")
-    assert sales == first.table("sales")
+    assert [table.name for table in restarted.entries(TableEntry)] == ["sales"]
+    sales = restarted.get(TableEntry, "sales")
+    assert sales == first.get(TableEntry, "sales")
     assert (sales.comment, sales.change_tracking, sales.version, sales.row_count) == (
         "Sales",
         True,
@@ -250,10 +260,10 @@ def _add_tables_and_record_state(path: str, worker: int, versions: list[int]) ->
     errors = []
     for number, version in enumerate(versions):
         try:
-            catalog.add_table(entry(f"w{worker}_t{number:02d}"))
+            catalog.add(entry(f"w{worker}_t{number:02d}"))
         except LakeError as error:
             errors.append(error.what)
-        catalog.record_table_state(catalog.table("shared"), version, version * 10)
+        catalog.record_table_state(catalog.get(TableEntry, "shared"), version, version * 10)
     return errors
 
 
@@ -263,7 +273,7 @@ def _add_tables(path: str, names: list[str]) -> tuple[list[str], list[str]]:
     won, errors = [], []
     for name in names:
         try:
-            catalog.add_table(entry(name))
+            catalog.add(entry(name))
             won.append(name)
         except LakeError as error:
             errors.append(error.what)
@@ -272,7 +282,7 @@ def _add_tables(path: str, names: list[str]) -> tuple[list[str], list[str]]:
 
 def test_processes_adding_tables_and_recording_state_at_once(workers, tmp_path):
     path = tmp_path / "catalog.db"
-    Catalog(path).add_table(entry("shared"))
+    Catalog(path).add(entry("shared"))
     # Versions 0..99 spread over the workers; half of them send theirs newest first.
     versions = [list(range(w, WORKERS * TABLES_PER_WORKER, WORKERS)) for w in range(WORKERS)]
     for w in (0, 2):
@@ -283,11 +293,11 @@ def test_processes_adding_tables_and_recording_state_at_once(workers, tmp_path):
     )
 
     assert errors == [[]] * WORKERS
-    tables = Catalog(path).tables()
+    tables = Catalog(path).entries(TableEntry)
     expected = {f"w{w}_t{n:02d}" for w in range(WORKERS) for n in range(TABLES_PER_WORKER)}
     assert len(tables) == WORKERS * TABLES_PER_WORKER + 1
     assert {table.name for table in tables} == expected | {"shared"}
-    shared = Catalog(path).table("shared")
+    shared = Catalog(path).get(TableEntry, "shared")
     assert (shared.version, shared.row_count) == (99, 990)
 
 
@@ -305,7 +315,7 @@ def test_processes_racing_to_add_the_same_names_each_name_won_once(workers, tmp_
     assert sorted(errors_a + errors_b) == sorted(
         f"table {name} already exists" for name in won_a + won_b
     )
-    assert [table.name for table in Catalog(path).tables()] == names
+    assert [table.name for table in Catalog(path).entries(TableEntry)] == names
 
 
 def test_processes_racing_to_add_one_name_exactly_one_succeeds(workers, tmp_path):
@@ -326,4 +336,6 @@ def test_processes_opening_a_new_catalog_file_at_once(workers, tmp_path):
     results = workers.run([(_add_tables, (str(path), [f"t{w}"])) for w in range(WORKERS)])
 
     assert results == [([f"t{w}"], []) for w in range(WORKERS)]
-    assert [table.name for table in Catalog(path).tables()] == [f"t{w}" for w in range(WORKERS)]
+    assert [table.name for table in Catalog(path).entries(TableEntry)] == [
+        f"t{w}" for w in range(WORKERS)
+    ]

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from lake_assets.core.catalog import Catalog, Column, DynamicTableEntry, RefreshRecord, TableEntry
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.entries import Column, RefreshRecord
 from lake_assets.core.errors import LakeError
+from lake_assets.dynamic_tables.entry import DynamicTableEntry
+from lake_assets.tables.entry import TableEntry
 
 COLUMNS = (Column("category", "STRING", "the key"), Column("n", "BIGINT"))
 
@@ -31,13 +35,13 @@ def record(name: str, start: str, id: str, **changes) -> RefreshRecord:
 @pytest.fixture
 def catalog(tmp_path: Path) -> Catalog:
     catalog = Catalog(tmp_path / "catalog.db")
-    catalog.add_table(TableEntry("t", "/w/t-1", COLUMNS))
+    catalog.add(TableEntry("t", "/w/t-1", COLUMNS))
     return catalog
 
 
 def test_a_dynamic_table_keeps_every_field(catalog):
-    assert catalog.add_dynamic_table(dynamic("d")) is None
-    found = catalog.dynamic_table("d")
+    assert catalog.add(dynamic("d")).created_at
+    found = catalog.get(DynamicTableEntry, "d")
     assert found.query.startswith("SELECT category")
     assert (found.sources, found.columns, found.hidden) == (("t",), COLUMNS, ("__lake_rows",))
     assert (found.refresh_interval_seconds, found.vcluster, found.comment) == (
@@ -46,51 +50,58 @@ def test_a_dynamic_table_keeps_every_field(catalog):
     assert not found.suspended
     assert found.created_at
     catalog.record_table_state(found, 4, 3)
-    assert (catalog.dynamic_table("d").version, catalog.dynamic_table("d").row_count) == (4, 3)
-    assert catalog.relation("d") == catalog.dynamic_table("d")
+    assert (
+        catalog.get(DynamicTableEntry, "d").version,
+        catalog.get(DynamicTableEntry, "d").row_count,
+    ) == (4, 3)
+    assert catalog.relation("d") == catalog.get(DynamicTableEntry, "d")
     assert catalog.relation("t").name == "t"
-    assert [entry.name for entry in catalog.dynamic_tables()] == ["d"]
-    assert [entry.name for entry in catalog.tables()] == ["t"]
+    assert [entry.name for entry in catalog.entries(DynamicTableEntry)] == ["d"]
+    assert [entry.name for entry in catalog.entries(TableEntry)] == ["t"]
 
 
 def test_names_are_shared_with_tables_and_replace_only_replaces_dynamic_tables(catalog):
     with pytest.raises(LakeError, match="table t already exists"):
-        catalog.add_dynamic_table(dynamic("t"), replace_existing=True)
-    catalog.add_dynamic_table(dynamic("d"))
+        catalog.replace(dynamic("t"))
+    catalog.add(dynamic("d"))
     with pytest.raises(LakeError, match="dynamic table d already exists"):
-        catalog.add_dynamic_table(dynamic("d", "/w/d-2"))
-    replaced = catalog.add_dynamic_table(dynamic("d", "/w/d-2"), replace_existing=True)
+        catalog.add(dynamic("d", "/w/d-2"))
+    replaced = catalog.replace(dynamic("d", "/w/d-2"))
     assert replaced.location == "/w/d-1"
-    assert catalog.dynamic_table("d").location == "/w/d-2"
+    assert catalog.get(DynamicTableEntry, "d").location == "/w/d-2"
     with pytest.raises(LakeError, match="d is a dynamic table: only its refreshes write it"):
-        catalog.table("d")
+        catalog.get(TableEntry, "d")
 
 
 def test_unknown_names_say_how_to_find_them(catalog):
     with pytest.raises(LakeError, match=r"dynamic table x does not exist.*SHOW DYNAMIC TABLES"):
-        catalog.dynamic_table("x")
+        catalog.get(DynamicTableEntry, "x")
     with pytest.raises(LakeError, match="table x does not exist"):
         catalog.relation("x")
-    assert catalog.find_dynamic_table("x") is None
+    assert catalog.find(DynamicTableEntry, "x") is None
+
+
+def suspend(suspended):
+    return lambda entry: replace(entry, suspended=suspended)
 
 
 def test_readers_suspension_and_removal(catalog):
-    catalog.add_dynamic_table(dynamic("a"))
-    catalog.add_dynamic_table(dynamic("b", "/w/b-1", sources=("a", "t")))
-    assert catalog.dynamic_readers("t") == ["a", "b"]
-    assert catalog.dynamic_readers("a") == ["b"]
-    assert catalog.set_suspended("a", True).suspended
-    assert catalog.dynamic_table("a").suspended
-    assert not catalog.set_suspended("a", False).suspended
+    catalog.add(dynamic("a"))
+    catalog.add(dynamic("b", "/w/b-1", sources=("a", "t")))
+    assert catalog.users_of(TableEntry, "t") == ["dynamic table a", "dynamic table b"]
+    assert catalog.users_of(DynamicTableEntry, "a") == ["dynamic table b"]
+    assert catalog.update(DynamicTableEntry, "a", suspend(True)).suspended
+    assert catalog.get(DynamicTableEntry, "a").suspended
+    assert not catalog.update(DynamicTableEntry, "a", suspend(False)).suspended
     catalog.record_refresh(record("a", "2026-01-01T00:00:00", "r1"))
-    assert catalog.remove_dynamic_table("a").name == "a"
+    assert catalog.remove(DynamicTableEntry, "a").name == "a"
     assert catalog.refresh_history("a") == []
-    assert catalog.remove_dynamic_table("a") is None
+    assert catalog.remove(DynamicTableEntry, "a") is None
 
 
 def test_refresh_history_is_newest_first_and_each_refresh_is_recorded_once(catalog):
-    catalog.add_dynamic_table(dynamic("a"))
-    catalog.add_dynamic_table(dynamic("b", "/w/b-1"))
+    catalog.add(dynamic("a"))
+    catalog.add(dynamic("b", "/w/b-1"))
     first = record("a", "2026-01-01T00:00:00", "r1", refresh_mode="FULL", reason="initial refresh")
     catalog.record_refresh(first)
     failed = {"state": "FAILED", "refresh_mode": None, "error_message": "boom", "dt_version": None}

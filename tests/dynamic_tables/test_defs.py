@@ -24,6 +24,7 @@ from lake_assets.dynamic_tables.defs import (
     refresh_cron,
 )
 from lake_assets.session import LakeSession
+from lake_assets.tables.entry import TableEntry
 
 SUMMARY = (
     "CREATE DYNAMIC TABLE summary REFRESH INTERVAL 2 MINUTE AS "
@@ -113,7 +114,7 @@ def test_an_automatic_refresh_after_a_failed_upstream_refresh_is_skipped(
         "CREATE DYNAMIC TABLE counted AS SELECT k, COUNT(*) AS n FROM picked GROUP BY k"
     )
     lake.sql("INSERT INTO t VALUES ('b', 2)")
-    shutil.rmtree(Path(lake.catalog.table("t").location) / "_delta_log")
+    shutil.rmtree(Path(lake.catalog.get(TableEntry, "t").location) / "_delta_log")
     job = build_definitions(lake.settings).resolve_implicit_global_asset_job_def()
     failed = job.execute_in_process(
         instance=instance, asset_selection=[AssetKey("picked")], raise_on_error=False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lake_assets.core.catalog import Column
+from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
 from lake_assets.dynamic_tables.grammar import (
     AlterDynamicTable,

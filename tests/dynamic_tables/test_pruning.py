@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 
 from lake_assets.core.delta import history
 from lake_assets.dynamic_tables import pruning
+from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.incremental import table_at
 from lake_assets.dynamic_tables.refresh import refresh
 from lake_assets.session import LakeSession
@@ -66,7 +67,7 @@ def test_a_small_delete_reads_few_files_of_a_projection(
         "INSERT INTO events SELECT id, concat('k', id % 3) FROM range(1000);"
         "CREATE DYNAMIC TABLE picked AS SELECT id, kind FROM events WHERE kind <> 'k0'"
     )
-    entry = lake.catalog.dynamic_table("picked")
+    entry = lake.catalog.get(DynamicTableEntry, "picked")
     before = table_at(spark, entry.location, history(spark, entry.location, 1)[0].version)
     assert len(before.inputFiles()) >= 6
     lake.sql("DELETE FROM events WHERE id BETWEEN 410 AND 420")

@@ -14,7 +14,9 @@ from lake_assets.core.delta import history
 from lake_assets.core.errors import LakeError
 from lake_assets.dynamic_tables import incremental
 from lake_assets.dynamic_tables import refresh as dynamic
+from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.session import LakeSession
+from lake_assets.tables.entry import TableEntry
 
 SALES_ODS = """
 CREATE TABLE sales_ods (
@@ -51,7 +53,7 @@ def history_of(lake: LakeSession, name: str) -> list[dict]:
 
 
 def version(spark: SparkSession, lake: LakeSession, name: str) -> int:
-    return history(spark, lake.catalog.dynamic_table(name).location, 1)[0].version
+    return history(spark, lake.catalog.get(DynamicTableEntry, name).location, 1)[0].version
 
 
 @pytest.fixture
@@ -68,7 +70,7 @@ def test_seed_flow_creates_fills_and_refreshes_incrementally(seeded: LakeSession
          "2026-06-01", "2026-06-01"),
         ("Sports", 2, Decimal("2198.00"), Decimal("1099.000000"), "2026-06-01", "2026-06-01"),
     ]  # fmt: skip
-    assert seeded.catalog.table("sales_ods").change_tracking  # turned on by CREATE
+    assert seeded.catalog.get(TableEntry, "sales_ods").change_tracking  # turned on by CREATE
     (refresh,) = seeded.sql("REFRESH DYNAMIC TABLE sales_summary")
     assert refresh.message.startswith("REFRESH NO_DATA")
     seeded.sql("INSERT INTO sales_ods VALUES (6, 'Dune', 'Books', 45.50, '2026-06-02')")
@@ -146,7 +148,7 @@ def test_a_refresh_is_one_commit_carrying_the_versions_it_read(
     outcome = dynamic.refresh(spark, seeded.catalog, "sales_summary")
     assert outcome.version == before + 1 == version(spark, seeded, "sales_summary")
     assert outcome.source_versions == {"sales_ods": 3}
-    commit = history(spark, seeded.catalog.dynamic_table("sales_summary").location, 1)[0]
+    commit = history(spark, seeded.catalog.get(DynamicTableEntry, "sales_summary").location, 1)[0]
     assert '"sales_ods"' in commit.user_metadata
     assert commit.operation == "MERGE"
 
@@ -164,7 +166,7 @@ def test_an_incremental_refresh_writes_one_file_per_core_and_restores_the_sessio
     )
     outcome = dynamic.refresh(spark, seeded.catalog, "sales_summary")
     assert outcome.mode == "INCREMENTAL"
-    commit = history(spark, seeded.catalog.dynamic_table("sales_summary").location, 1)[0]
+    commit = history(spark, seeded.catalog.get(DynamicTableEntry, "sales_summary").location, 1)[0]
     metrics = commit.operation_metrics
     assert (metrics["numTargetRowsUpdated"], metrics["numTargetRowsInserted"]) == ("3", "20")
     cores = int(spark.conf.get("spark.default.parallelism"))
@@ -202,7 +204,7 @@ def test_change_tracking_turned_off_is_turned_on_again_and_refreshes_full(
     newest = history_of(seeded, "sales_summary")[0]
     assert newest["refresh_mode"] == "FULL"
     assert newest["reason"] == "change tracking was just turned on for sales_ods"
-    assert seeded.catalog.table("sales_ods").change_tracking
+    assert seeded.catalog.get(TableEntry, "sales_ods").change_tracking
     seeded.sql("DELETE FROM sales_ods WHERE id = 5")
     seeded.sql("REFRESH DYNAMIC TABLE sales_summary")
     assert history_of(seeded, "sales_summary")[0]["refresh_mode"] == "INCREMENTAL"
@@ -234,15 +236,15 @@ def test_a_create_whose_first_refresh_fails_leaves_nothing_behind(lake: LakeSess
     lake.sql("CREATE TABLE raw (id BIGINT, qty STRING); INSERT INTO raw VALUES (1, '3')")
     lake.sql("CREATE DYNAMIC TABLE parsed AS SELECT id, CAST(qty AS INT) AS qty FROM raw")
     lake.sql("INSERT INTO raw VALUES (2, 'seven')")
-    kept = lake.catalog.dynamic_table("parsed")
+    kept = lake.catalog.get(DynamicTableEntry, "parsed")
     query = "SELECT id, CAST(qty AS INT) + 1 AS qty FROM raw"
     with pytest.raises(LakeError, match=r"dynamic table parsed was not replaced: .*CAST_INVALID"):
         lake.sql(f"CREATE OR REPLACE DYNAMIC TABLE parsed AS {query}")
-    assert lake.catalog.dynamic_table("parsed").location == kept.location
+    assert lake.catalog.get(DynamicTableEntry, "parsed").location == kept.location
     assert rows(lake, "SELECT * FROM parsed") == [(1, 3)]
     with pytest.raises(LakeError, match=r"dynamic table plus was not created: .*CAST_INVALID"):
         lake.sql(f"CREATE DYNAMIC TABLE plus AS {query}")
-    assert lake.catalog.find_dynamic_table("plus") is None
+    assert lake.catalog.find(DynamicTableEntry, "plus") is None
     assert lake.catalog.refresh_history("plus") == []
     assert sorted(p.name.split("-")[0] for p in lake.warehouse.iterdir()) == ["parsed", "raw"]
 
@@ -260,7 +262,7 @@ def test_create_refuses_unknown_tables_columns_and_unnamed_results(lake: LakeSes
     assert rows(lake, "SHOW DYNAMIC TABLES") == []
     lake.sql("CREATE DYNAMIC TABLE d (ident COMMENT 'the id', label) AS SELECT id, name FROM t")
     assert columns(lake, "SELECT * FROM d") == ["ident", "label"]
-    assert lake.catalog.dynamic_table("d").columns[0].comment == "the id"
+    assert lake.catalog.get(DynamicTableEntry, "d").columns[0].comment == "the id"
     with pytest.raises(LakeError, match="dynamic table d already exists"):
         lake.sql("CREATE DYNAMIC TABLE d AS SELECT id FROM t")
     (skipped,) = lake.sql("CREATE DYNAMIC TABLE IF NOT EXISTS d AS SELECT id FROM t")
@@ -275,7 +277,7 @@ def test_cycles_between_dynamic_tables_are_refused(lake: LakeSession) -> None:
     lake.sql("CREATE DYNAMIC TABLE b AS SELECT id FROM a")
     with pytest.raises(LakeError, match="dynamic table a would read itself: a → b → a"):
         lake.sql("CREATE OR REPLACE DYNAMIC TABLE a AS SELECT id FROM b")
-    assert lake.catalog.dynamic_table("a").sources == ("t",)
+    assert lake.catalog.get(DynamicTableEntry, "a").sources == ("t",)
 
 
 def test_replacing_an_upstream_dynamic_table_refreshes_readers_full(lake: LakeSession) -> None:
@@ -348,7 +350,7 @@ def test_a_crash_after_the_commit_neither_loses_the_record_nor_applies_twice(
     modes = [r["refresh_mode"] for r in history_of(seeded, "sales_summary")]
     assert modes == ["NO_DATA", "INCREMENTAL", "FULL"]  # and its record was rebuilt
     assert rows(seeded, "SELECT order_cnt FROM sales_summary WHERE category = 'Books'") == [(2,)]
-    assert seeded.catalog.dynamic_table("sales_summary").row_count == 3
+    assert seeded.catalog.get(DynamicTableEntry, "sales_summary").row_count == 3
 
 
 def test_a_crash_before_the_commit_leaves_nothing(

@@ -18,6 +18,7 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import history
 from lake_assets.core.settings import LakeSettings
 from lake_assets.session import LakeSession
+from lake_assets.tables.entry import TableEntry
 from tests.ingest_helpers import files, local_volume, message, put, rows
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,7 +68,7 @@ def load_commits(spark: SparkSession, lake: LakeSession) -> list[int]:
     """Versions of the commits that carry load records."""
     return [
         commit.version
-        for commit in history(spark, lake.catalog.table("t").location)
+        for commit in history(spark, lake.catalog.get(TableEntry, "t").location)
         if commit.user_metadata and "lake_load" in json.loads(commit.user_metadata)
     ]
 
@@ -97,7 +98,7 @@ def test_a_copy_killed_at_a_failpoint_recovers_exactly_once(
         for r in lake.catalog.load_history("t")
     ) == [(name, "LOADED", count, 1) for name, count in sorted(ROWS_PER_FILE.items())]
     assert load_commits(spark, lake) == [1]
-    entry = lake.catalog.table("t")
+    entry = lake.catalog.get(TableEntry, "t")
     assert (entry.version, entry.row_count) == (1, 6)
 
 
@@ -117,5 +118,5 @@ def test_the_catalog_row_count_is_right_after_recovering_from_a_crash_after_the_
         lake.sql(COPY)
     monkeypatch.setattr(failpoints, "reached", real)
     assert message(lake, COPY) == RECOVERY[failpoints.AFTER_COMMIT]
-    entry = lake.catalog.table("t")
+    entry = lake.catalog.get(TableEntry, "t")
     assert (entry.version, entry.row_count) == (1, 6)

@@ -27,13 +27,15 @@ from dagster import (
 )
 from pyspark.sql import SparkSession
 
-from lake_assets.core.catalog import Catalog, Column, TableEntry, now_utc
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.entries import Column, now_utc
 from lake_assets.core.settings import LakeSettings
 from lake_assets.definitions import build_definitions
 from lake_assets.pipes import sensors
 from lake_assets.pipes.defs import FILES_CHECK, OBJECT_TAG
 from lake_assets.pipes.sensors import BATCH_TAG
 from lake_assets.session import LakeSession
+from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes.entry import VolumeEntry
 from tests.ingest_helpers import age, files, local_volume, put, rows
 
@@ -60,7 +62,7 @@ def home(tmp_path: Path) -> Home:
     volume = tmp_path / "incoming"
     volume.mkdir()
     lake.sql("CREATE STORAGE CONNECTION c TYPE LOCAL")
-    lake.catalog.add_object(
+    lake.catalog.add(
         VolumeEntry(
             name="v",
             created_at=now_utc(),
@@ -71,7 +73,7 @@ def home(tmp_path: Path) -> Home:
     )
     columns = (Column("id", "BIGINT"), Column("name", "STRING"))
     for table in ("t", "plain"):
-        lake.catalog.add_table(TableEntry(table, str(settings.warehouse / f"{table}-1"), columns))
+        lake.catalog.add(TableEntry(table, str(settings.warehouse / f"{table}-1"), columns))
     lake.sql(PIPE)
     return Home(settings, lake, volume)
 

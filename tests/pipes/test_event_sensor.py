@@ -23,12 +23,14 @@ from dagster import (
     build_sensor_context,
 )
 
-from lake_assets.core.catalog import Catalog, Column, TableEntry, now_utc
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.entries import Column, now_utc
 from lake_assets.core.settings import LakeSettings
 from lake_assets.definitions import build_definitions
 from lake_assets.pipes import loading
 from lake_assets.session import LakeSession
 from lake_assets.sql.grammar import StatementError
+from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes.entry import VolumeEntry
 from tests.ingest_helpers import message, properties, rows
 from tests.pipes.test_defs import no_spark
@@ -112,7 +114,7 @@ def catalog_only(tmp_path: Path, bucket: Bucket, queue: str | None) -> LakeSessi
     settings = LakeSettings(lake_home=tmp_path / "lake")
     lake = LakeSession(Catalog(settings.catalog_path), settings, no_spark)
     s3_connection(lake, bucket.endpoint)
-    lake.catalog.add_object(
+    lake.catalog.add(
         VolumeEntry(
             name="v",
             created_at=now_utc(),
@@ -123,7 +125,7 @@ def catalog_only(tmp_path: Path, bucket: Bucket, queue: str | None) -> LakeSessi
         )
     )
     columns = (Column("id", "BIGINT"), Column("name", "STRING"))
-    lake.catalog.add_table(TableEntry("t", str(settings.warehouse / "t-1"), columns))
+    lake.catalog.add(TableEntry("t", str(settings.warehouse / "t-1"), columns))
     return lake
 
 
@@ -281,7 +283,7 @@ def test_create_pipe_refuses_what_event_notification_cannot_do(
         ("local_v", f"{(tmp_path / 'files').as_uri()}/", "AWS_SQS"),
         ("mns_v", f"s3://{bucket.name}/mns/", "ALICLOUD_MNS"),
     ):
-        lake.catalog.add_object(
+        lake.catalog.add(
             VolumeEntry(
                 name=name,
                 created_at=now_utc(),

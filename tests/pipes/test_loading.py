@@ -15,12 +15,14 @@ import pytest
 from pyspark.sql import SparkSession
 
 from lake_assets.connections.entry import ConnectionEntry
-from lake_assets.core.catalog import Catalog, LoadRecord
+from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import history
+from lake_assets.core.entries import LoadRecord
 from lake_assets.core.settings import LakeSettings
 from lake_assets.pipes import loading
 from lake_assets.session import LakeSession
 from lake_assets.sql.grammar import StatementError
+from lake_assets.tables.entry import TableEntry
 from resources.secrets import unseal
 from resources.storage import FileInfo
 from tests.ingest_helpers import (
@@ -45,7 +47,7 @@ NO_CHANGE = "COPY: 0 files loaded (0 rows), 0 failed, 0 purged"
 
 def assert_catalog_matches(lake: LakeSession, table: str, version: int, count: int) -> None:
     """The catalog's version and row count (SHOW TABLES, Dagster metadata) are the table's."""
-    entry = lake.catalog.table(table)
+    entry = lake.catalog.get(TableEntry, table)
     assert (entry.version, entry.row_count) == (version, count)
     assert rows(lake, f"SELECT COUNT(*) FROM {table}") == [(count,)]
 
@@ -254,7 +256,7 @@ def test_bad_files_fail_alone_and_only_loaded_files_are_purged(
         "x.csv.tmp",
     ]
     assert rows(lake, "SELECT id FROM t ORDER BY id") == [(1,), (2,), (3,), (6,), (9,)]
-    assert lake.catalog.table("t").row_count == 5
+    assert lake.catalog.get(TableEntry, "t").row_count == 5
 
 
 def test_which_files_are_pending_settle_window_and_retention(tmp_path: Path) -> None:
@@ -332,7 +334,7 @@ def test_each_copy_is_one_commit_and_a_lost_index_is_rebuilt_from_the_commits(
     c = put(volume, "c.csv", "4,d\n")
     lake.sql(COPY)
 
-    commits = history(spark, lake.catalog.table("t").location)
+    commits = history(spark, lake.catalog.get(TableEntry, "t").location)
     assert [(commit.version, commit.operation) for commit in commits] == [
         (2, "WRITE"),
         (1, "WRITE"),
@@ -507,7 +509,7 @@ def test_connection_secrets_are_never_shown_nor_stored_in_clear(tmp_path: Path) 
     stored = b"".join(path.read_bytes() for path in tmp_path.glob("catalog.db*"))
     assert b"sekrit" not in stored
     assert b"AKIDEXAMPLE" not in stored
-    entry = lake.catalog.get_object(ConnectionEntry, "my_s3")
+    entry = lake.catalog.get(ConnectionEntry, "my_s3")
     assert unseal(entry.access_key, tmp_path) == "sekrit"  # sealed, not lost
 
 

@@ -10,7 +10,8 @@ import pytest
 from cryptography.fernet import Fernet
 
 from lake_assets.connections.entry import ConnectionEntry
-from lake_assets.core.catalog import Catalog, now_utc
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.entries import now_utc
 from lake_assets.core.errors import LakeError
 from resources import secrets
 from resources.secrets import REDACTED, seal, shown, unseal
@@ -156,9 +157,9 @@ def test_the_catalog_never_stores_the_literal_secret(lake_home, monkeypatch):
         access_key=sealed,
         region="us-east-1",
     )
-    catalog.add_object(entry)
+    catalog.add(entry)
 
-    stored = catalog.find_object(ConnectionEntry, "warehouse_bucket")
+    stored = catalog.find(ConnectionEntry, "warehouse_bucket")
     assert stored == entry
     assert unseal(stored.access_key, lake_home) == SECRET
     assert unseal(stored.access_id, lake_home) == "AKIAENVONLYVALUE"

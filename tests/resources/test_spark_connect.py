@@ -13,6 +13,7 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
 from lake_assets.session import LakeSession
+from lake_assets.tables.entry import TableEntry
 from resources.spark import DeltaSparkResource, spark_conf
 from resources.spark_server import (
     SERVER_CLASS,
@@ -80,7 +81,10 @@ def test_tables_and_dml_run_over_connect(lake: LakeSession) -> None:
         (1, "WRITE", 3, 0, 0),
         (0, "CREATE TABLE", None, None, None),
     ]
-    assert (lake.catalog.table("t").version, lake.catalog.table("t").row_count) == (3, 2)
+    assert (
+        lake.catalog.get(TableEntry, "t").version,
+        lake.catalog.get(TableEntry, "t").row_count,
+    ) == (3, 2)
 
 
 def test_copy_into_from_a_volume_over_connect_loads_each_file_once(

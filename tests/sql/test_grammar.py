@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lake_assets.core.catalog import Column
+from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
 from lake_assets.kinds import parse_script, parse_statement
 from lake_assets.sql.grammar import StatementError, split_statements

@@ -12,6 +12,7 @@ from lake_assets.core.delta import delta_ref, history
 from lake_assets.core.errors import LakeError
 from lake_assets.session import LakeSession
 from lake_assets.sql.grammar import StatementError
+from lake_assets.tables.entry import TableEntry
 from tests.ingest_helpers import SALES_ROWS as SEED_ROWS
 from tests.ingest_helpers import SALES_SOURCE as SEED_TABLE
 
@@ -22,7 +23,9 @@ def rows(lake: LakeSession, sql: str) -> list[tuple]:
 
 
 def versions(spark: SparkSession, lake: LakeSession, table: str) -> list[int]:
-    return sorted(commit.version for commit in history(spark, lake.catalog.table(table).location))
+    return sorted(
+        commit.version for commit in history(spark, lake.catalog.get(TableEntry, table).location)
+    )
 
 
 @pytest.fixture
@@ -33,7 +36,7 @@ def seeded(lake: LakeSession) -> LakeSession:
 
 def test_seed_table_statements_give_the_seed_rows(seeded: LakeSession) -> None:
     assert rows(seeded, "SELECT * FROM sales_source ORDER BY id") == SEED_ROWS
-    entry = seeded.catalog.table("sales_source")
+    entry = seeded.catalog.get(TableEntry, "sales_source")
     assert (entry.version, entry.row_count) == (1, 5)
     assert entry.comment == "Data lake acceleration test source table"
 
@@ -79,11 +82,11 @@ def test_update_merge_delete_each_make_one_commit(spark: SparkSession, seeded: L
 def test_row_count_stays_exact_when_another_writer_commits_in_between(
     spark: SparkSession, seeded: LakeSession
 ) -> None:
-    location = seeded.catalog.table("sales_source").location
+    location = seeded.catalog.get(TableEntry, "sales_source").location
     spark.sql(f"INSERT INTO {delta_ref(location)} VALUES (7, 'x', 'y', 1.00, 'z')")
     (insert,) = seeded.sql("INSERT INTO sales_source VALUES (8, 'x', 'y', 1.00, 'z')")
     assert insert.message.endswith("sales_source is at version 3 with 7 rows")
-    entry = seeded.catalog.table("sales_source")
+    entry = seeded.catalog.get(TableEntry, "sales_source")
     assert (entry.version, entry.row_count) == (3, 7)
 
 
@@ -109,7 +112,7 @@ def test_change_tracking_turns_on_the_change_data_feed(
     spark: SparkSession, seeded: LakeSession
 ) -> None:
     seeded.sql("ALTER TABLE sales_source SET PROPERTIES ('change_tracking' = 'true')")
-    entry = seeded.catalog.table("sales_source")
+    entry = seeded.catalog.get(TableEntry, "sales_source")
     assert entry.change_tracking
     properties = dict(spark.sql(f"SHOW TBLPROPERTIES {delta_ref(entry.location)}").collect())
     assert properties["delta.enableChangeDataFeed"] == "true"
@@ -134,11 +137,11 @@ def test_describe_and_show_read_the_catalog(seeded: LakeSession) -> None:
 
 
 def test_drop_removes_the_table_and_its_files(seeded: LakeSession) -> None:
-    location = Path(seeded.catalog.table("sales_source").location)
+    location = Path(seeded.catalog.get(TableEntry, "sales_source").location)
     assert location.exists()
     seeded.sql("DROP TABLE sales_source")
     assert not location.exists()
-    assert seeded.catalog.find_table("sales_source") is None
+    assert seeded.catalog.find(TableEntry, "sales_source") is None
     (again,) = seeded.sql("DROP TABLE IF EXISTS sales_source")
     assert again.message == "table sales_source does not exist; nothing to do"
     seeded.sql(SEED_TABLE.split(";")[0])
@@ -204,7 +207,7 @@ def test_a_syntax_error_anywhere_runs_nothing(lake: LakeSession) -> None:
     with pytest.raises(StatementError, match="syntax error") as raised:
         lake.sql("CREATE TABLE first_one (id INT); INSERT INTO first_one VALUES (1")
     assert raised.value.number == 2
-    assert lake.catalog.tables() == []
+    assert lake.catalog.entries(TableEntry) == []
     assert not lake.warehouse.exists()
 
 

@@ -1,0 +1,139 @@
+"""What the catalog stores: each kind's entry is a frozen dataclass serialized one way, as JSON."""
+
+from __future__ import annotations
+
+import json
+import types
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from datetime import UTC, datetime
+from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
+
+from lake_assets.core.errors import LakeError
+
+RELATION = "relation"
+
+
+def now_utc() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+    comment: str | None = None
+
+
+@dataclass(frozen=True)
+class CatalogObject:
+    """An object stored as JSON under (namespace, name). Relations (tables, dynamic tables, …)
+    share one namespace, so that one name means one thing in a query."""
+
+    NAMESPACE: ClassVar[str] = ""
+    KIND: ClassVar[str] = ""
+    LABEL: ClassVar[str] = ""
+    SHOW: ClassVar[str] = ""
+    CREATE: ClassVar[str] = ""
+    # Fields that name other objects, and those objects' namespace: DROP refuses while used.
+    REFERENCES: ClassVar[dict[str, str]] = {}
+    # Fields kept beside the spec (a relation's version and row count), not in it.
+    STATE: ClassVar[tuple[str, ...]] = ()
+    # Every kind of object, by KIND (filled as the kinds' entry modules are imported).
+    KINDS: ClassVar[dict[str, type[CatalogObject]]] = {}
+
+    name: str
+    created_at: str = field(default="", kw_only=True)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        CatalogObject.KINDS[cls.KIND or cls.NAMESPACE] = cls
+
+    @classmethod
+    def kind(cls) -> str:
+        return cls.KIND or cls.NAMESPACE
+
+    def to_spec(self) -> str:
+        spec = asdict(self)
+        for key in ("name", "created_at", *self.STATE):
+            spec.pop(key)
+        return json.dumps(spec)
+
+    @classmethod
+    def from_spec(cls, name: str, created_at: str, spec: str, **state: Any) -> CatalogObject:
+        hints = get_type_hints(cls)
+        values = {
+            key: _decoded(hints[key], value)
+            for key, value in json.loads(spec).items()
+            if key in hints
+        }
+        return cls(name=name, created_at=created_at, **values, **state)
+
+    @classmethod
+    def unknown(cls, name: str) -> LakeError:
+        return LakeError(
+            f"{cls.LABEL} {name} does not exist",
+            f"check the name with {cls.SHOW} or create it with {cls.CREATE}",
+        )
+
+    def mistaken_for(self, wanted: type[CatalogObject]) -> LakeError:
+        """The error when a statement for a `wanted` names this object instead."""
+        return LakeError(
+            f"{self.name} is a {self.LABEL}, not a {wanted.LABEL}",
+            f"use the statements for a {self.LABEL}, or pick another name",
+        )
+
+
+def _decoded(hint: Any, value: Any) -> Any:
+    """A JSON value back in the shape its field is typed with (tuples, nested dataclasses)."""
+    origin = get_origin(hint)
+    if value is None:
+        return None
+    if origin in (Union, types.UnionType):
+        return _decoded(next(arg for arg in get_args(hint) if arg is not type(None)), value)
+    if origin is tuple:
+        return tuple(_decoded(get_args(hint)[0], item) for item in value)
+    if is_dataclass(hint) and isinstance(hint, type):
+        inner = get_type_hints(hint)
+        return hint(
+            **{
+                f.name: _decoded(inner[f.name], value[f.name])
+                for f in fields(hint)
+                if f.name in value
+            }
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class LoadRecord:
+    """One file's load: LOADED, LOAD_FAILED or PARTIALLY_LOADED."""
+
+    file_path: str
+    last_copy_time: str
+    file_size: int | None
+    file_modified: str | None
+    status: str
+    rows_loaded: int
+    first_error_message: str | None
+    pipe_name: str | None
+    commit_version: int | None
+
+
+@dataclass(frozen=True)
+class RefreshRecord:
+    """One refresh of a dynamic table: SUCCEED, FAILED or SKIPPED, and what it read and wrote."""
+
+    id: str
+    name: str
+    state: str
+    refresh_mode: str | None
+    refresh_trigger: str
+    start_time: str
+    end_time: str
+    duration: float
+    source_tables: dict[str, int]
+    rows_inserted: int | None = None
+    rows_deleted: int | None = None
+    error_message: str | None = None
+    reason: str | None = None
+    dt_version: int | None = None

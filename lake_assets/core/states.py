@@ -1,0 +1,56 @@
+"""Every state, mode, trigger and status the lakehouse records, each in one place. They are
+StrEnums: stored and shown as their names, compared equal to them."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class LoadStatus(StrEnum):
+    """A file's load, in load history."""
+
+    LOADED = "LOADED"
+    LOAD_FAILED = "LOAD_FAILED"
+    PARTIALLY_LOADED = "PARTIALLY_LOADED"
+
+
+class IngestMode(StrEnum):
+    """How a volume pipe learns of new files."""
+
+    LIST_PURGE = "LIST_PURGE"
+    EVENT_NOTIFICATION = "EVENT_NOTIFICATION"
+
+
+class PipeStatus(StrEnum):
+    RUNNING = "RUNNING"
+    PAUSED = "PAUSED"
+
+
+class RefreshState(StrEnum):
+    """How a dynamic table's refresh ended."""
+
+    SUCCEED = "SUCCEED"
+    FAILED = "FAILED"
+    SKIPPED = "SKIPPED"
+
+
+class RefreshMode(StrEnum):
+    INCREMENTAL = "INCREMENTAL"
+    FULL = "FULL"
+    NO_DATA = "NO_DATA"
+
+
+class RefreshTrigger(StrEnum):
+    """Who asked for a refresh: its creation, a person, its interval, or a source's change."""
+
+    CREATION = "CREATION"
+    MANUAL = "MANUAL"
+    SCHEDULED = "SCHEDULED"
+    UPSTREAM = "UPSTREAM"
+
+
+class SchedulingState(StrEnum):
+    """Whether a dynamic table refreshes by itself."""
+
+    ACTIVE = "ACTIVE"
+    SUSPENDED = "SUSPENDED"

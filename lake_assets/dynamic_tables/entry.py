@@ -1,0 +1,40 @@
+"""A dynamic table as the catalog keeps it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from lake_assets.core.entries import RELATION, CatalogObject, Column
+from lake_assets.core.errors import LakeError
+
+
+@dataclass(frozen=True)
+class DynamicTableEntry(CatalogObject):
+    """A Delta table kept equal to its query; `hidden` columns hold aggregate state (not shown)."""
+
+    NAMESPACE: ClassVar[str] = RELATION
+    KIND: ClassVar[str] = "dynamic_table"
+    LABEL: ClassVar[str] = "dynamic table"
+    SHOW: ClassVar[str] = "SHOW DYNAMIC TABLES"
+    CREATE: ClassVar[str] = "CREATE DYNAMIC TABLE"
+    REFERENCES: ClassVar[dict[str, str]] = {"sources": RELATION}
+    STATE: ClassVar[tuple[str, ...]] = ("version", "row_count")
+
+    location: str
+    query: str
+    sources: tuple[str, ...]
+    columns: tuple[Column, ...]
+    hidden: tuple[str, ...] = ()
+    comment: str | None = None
+    refresh_interval_seconds: int | None = None
+    vcluster: str | None = None
+    suspended: bool = False
+    version: int | None = None
+    row_count: int | None = None
+
+    def mistaken_for(self, wanted: type[CatalogObject]) -> LakeError:
+        return LakeError(
+            f"{self.name} is a dynamic table: only its refreshes write it",
+            "change its query with CREATE OR REPLACE DYNAMIC TABLE, or read it with SELECT",
+        )

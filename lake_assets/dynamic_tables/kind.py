@@ -1,0 +1,29 @@
+"""The dynamic tables kind as registered in lake_assets.kinds: its SQL, handlers and definitions."""
+
+from lake_assets.core.kind import Kind
+from lake_assets.dynamic_tables import engine
+from lake_assets.dynamic_tables.defs import build_defs
+from lake_assets.dynamic_tables.grammar import (
+    STATEMENTS,
+    WORDS,
+    AlterDynamicTable,
+    CreateDynamicTable,
+    RefreshDynamicTable,
+    ShowRefreshHistory,
+)
+
+KIND = Kind(
+    name="dynamic table",
+    statements=STATEMENTS,
+    handlers={
+        CreateDynamicTable: engine.create_dynamic_table,
+        RefreshDynamicTable: engine.refresh_dynamic_table,
+        AlterDynamicTable: engine.alter_dynamic_table,
+        ShowRefreshHistory: engine.show_refresh_history,
+    },
+    words=WORDS,
+    show=engine.show_dynamic_tables,
+    describe=engine.describe_dynamic_table,
+    drop=engine.drop_dynamic_table,
+    build_defs=build_defs,
+)

@@ -1,0 +1,34 @@
+"""The pipes kind as registered in lake_assets.kinds: its SQL, handlers and definitions."""
+
+from lake_assets.core.drop import drop_object
+from lake_assets.core.kind import Kind
+from lake_assets.pipes import engine
+from lake_assets.pipes.defs import build_defs
+from lake_assets.pipes.entry import PipeEntry
+from lake_assets.pipes.grammar import (
+    SOURCES,
+    STATEMENTS,
+    WORDS,
+    AlterPipe,
+    CopyIntoTable,
+    CreatePipe,
+    LoadHistorySource,
+)
+from lake_assets.pipes.history import read_load_history
+
+KIND = Kind(
+    name="pipe",
+    statements=STATEMENTS,
+    handlers={
+        CopyIntoTable: engine.copy_into_table,
+        CreatePipe: engine.create_pipe,
+        AlterPipe: engine.alter_pipe,
+    },
+    sources=SOURCES,
+    readers={LoadHistorySource: read_load_history},
+    words=WORDS,
+    show=engine.show_pipes,
+    describe=engine.describe_pipe,
+    drop=drop_object(PipeEntry),
+    build_defs=build_defs,
+)

@@ -1,0 +1,31 @@
+"""The tables kind as registered in lake_assets.kinds: its SQL, handlers and definitions."""
+
+from lake_assets.core.kind import Kind
+from lake_assets.sql.statements import Dml
+from lake_assets.tables import engine
+from lake_assets.tables.defs import build_defs
+from lake_assets.tables.dml import execute_dml
+from lake_assets.tables.grammar import (
+    STATEMENTS,
+    AlterTableProperties,
+    CreateTable,
+    DescribeHistory,
+    DescribeTable,
+    DropTable,
+    ShowTables,
+)
+
+KIND = Kind(
+    name="table",
+    statements=STATEMENTS,
+    handlers={
+        CreateTable: engine.create_table,
+        DropTable: engine.drop_table,
+        AlterTableProperties: engine.alter_properties,
+        DescribeTable: engine.describe_table,
+        DescribeHistory: engine.describe_history,
+        ShowTables: engine.show_tables,
+        Dml: execute_dml,
+    },
+    build_defs=build_defs,
+)
