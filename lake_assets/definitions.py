@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 from dagster import AssetSpec, Definitions, in_process_executor
 
 from lake_assets.core.catalog import Catalog
@@ -14,7 +16,11 @@ from resources.spark import DeltaSparkResource
 def build_definitions(settings: LakeSettings) -> Definitions:
     """Read the catalog (SQLite, no JVM) and merge each kind's definitions with the resources."""
     catalog = Catalog(settings.catalog_path)
-    parts = [kind.build_defs(catalog, settings) for kind in KINDS if kind.build_defs is not None]
+    parts = [
+        importlib.import_module(kind.defs).build_defs(catalog, settings)
+        for kind in KINDS
+        if kind.defs is not None
+    ]
     return Definitions.merge(
         *_superseded_specs_dropped(parts),
         Definitions(
@@ -50,6 +56,7 @@ def _superseded_specs_dropped(parts: list[Definitions]) -> list[Definitions]:
             ],
             jobs=part.jobs,
             sensors=part.sensors,
+            schedules=part.schedules,
         )
         for part in parts
     ]

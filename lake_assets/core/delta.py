@@ -90,6 +90,10 @@ def history(spark: SparkSession, location: str, limit: int | None = None) -> lis
     ]
 
 
+def latest_version(spark: SparkSession, location: str) -> int:
+    return history(spark, location, 1)[0].version
+
+
 def _local_log(location: str) -> Path | None:
     if "://" in location and not location.startswith("file:"):
         return None

@@ -6,6 +6,7 @@ import json
 import types
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from datetime import UTC, datetime
+from enum import Enum
 from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
 
 from lake_assets.core.errors import LakeError
@@ -92,6 +93,8 @@ def _decoded(hint: Any, value: Any) -> Any:
         return _decoded(next(arg for arg in get_args(hint) if arg is not type(None)), value)
     if origin is tuple:
         return tuple(_decoded(get_args(hint)[0], item) for item in value)
+    if isinstance(hint, type) and issubclass(hint, Enum):
+        return hint(value)
     if is_dataclass(hint) and isinstance(hint, type):
         inner = get_type_hints(hint)
         return hint(

@@ -7,12 +7,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dagster import Definitions
 from pyspark.sql import DataFrame
 
-from lake_assets.core.catalog import Catalog
 from lake_assets.core.results import Result
-from lake_assets.core.settings import LakeSettings
 from lake_assets.sql.grammar import ObjectWords, SourceParser, StatementParser
 from lake_assets.sql.statements import DescribeObject, DropObject
 
@@ -21,7 +18,6 @@ if TYPE_CHECKING:
 
 Handler = Callable[["LakeSession", Any], Result]
 SourceReader = Callable[["LakeSession", Any], DataFrame]
-DefinitionsBuilder = Callable[[Catalog, LakeSettings], Definitions]
 
 
 @dataclass(frozen=True)
@@ -37,4 +33,6 @@ class Kind:
     show: Callable[[LakeSession], Result] | None = None
     describe: Callable[[LakeSession, DescribeObject], Result] | None = None
     drop: Callable[[LakeSession, DropObject], Result] | None = None
-    build_defs: DefinitionsBuilder | None = None
+    # The module whose `build_defs(catalog, settings)` makes the kind's Dagster definitions;
+    # named, not imported, so that `lake sql` never imports Dagster.
+    defs: str | None = None

@@ -12,20 +12,21 @@ from dagster import (
     AutomationConditionSensorDefinition,
     DagsterInstance,
     DagsterRunStatus,
+    DefaultScheduleStatus,
     DefaultSensorStatus,
     Definitions,
     MaterializeResult,
     MetadataValue,
+    ScheduleDefinition,
     asset,
+    define_asset_job,
 )
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.settings import LakeSettings
+from lake_assets.core.states import RefreshMode, RefreshTrigger
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.refresh import (
-    MANUAL,
-    SCHEDULED,
-    UPSTREAM,
     RefreshOutcome,
     record_skipped,
     refresh,
@@ -38,7 +39,9 @@ DYNAMIC_TABLES_GROUP = "dynamic_tables"
 AUTOMATION_SENSOR = "lake_automation"
 # How often the daemon evaluates automation conditions (Dagster's default is 30 s).
 AUTOMATION_INTERVAL_SECONDS = 5
-_FROM_AUTOMATION = "dagster/from_automation_condition"
+# Who asked for a run: the automation sensor tags UPSTREAM, an interval's schedule SCHEDULED;
+# a run without it was started by a person (MANUAL).
+TRIGGER_TAG = "lake/refresh_trigger"
 
 
 def refresh_cron(seconds: int) -> str:
@@ -52,30 +55,23 @@ def refresh_cron(seconds: int) -> str:
     return f"0 0 */{hours // 24} * *"
 
 
-def automation_condition(entry: DynamicTableEntry) -> AutomationCondition:
-    """Eager on upstream change; with REFRESH INTERVAL, also on every cron tick."""
-    eager = AutomationCondition.eager()
-    if entry.refresh_interval_seconds is None:
-        return eager
-    tick = AutomationCondition.cron_tick_passed(refresh_cron(entry.refresh_interval_seconds))
-    return eager | (tick & ~AutomationCondition.in_progress()).with_label("refresh interval")
+def interval_schedule(entry: DynamicTableEntry, seconds: int) -> ScheduleDefinition:
+    """REFRESH INTERVAL: a schedule whose runs say they were SCHEDULED."""
+    job = define_asset_job(
+        f"refresh_{entry.name}_job",
+        selection=[entry.name],
+        tags={TRIGGER_TAG: RefreshTrigger.SCHEDULED.value},
+    )
+    return ScheduleDefinition(
+        name=f"{entry.name}_refresh_interval",
+        cron_schedule=refresh_cron(seconds),
+        job=job,
+        default_status=DefaultScheduleStatus.RUNNING,
+    )
 
 
-def _updated_after(instance: DagsterInstance, keys: list[AssetKey], since: float) -> bool:
-    events = [instance.get_latest_materialization_event(key) for key in keys]
-    return any(event is not None and event.timestamp > since for event in events)
-
-
-def _trigger(context: AssetExecutionContext, entry: DynamicTableEntry) -> str:
-    """Who asked: a person (MANUAL), a source's change (UPSTREAM) or the interval (SCHEDULED)."""
-    if context.run.tags.get(_FROM_AUTOMATION) != "true":
-        return MANUAL
-    if entry.refresh_interval_seconds is None:
-        return UPSTREAM
-    last = context.instance.get_latest_materialization_event(AssetKey(entry.name))
-    since = last.timestamp if last is not None else 0.0
-    sources = [AssetKey(name) for name in sources_of(entry)]
-    return UPSTREAM if _updated_after(context.instance, sources, since) else SCHEDULED
+def _trigger(context: AssetExecutionContext) -> RefreshTrigger:
+    return RefreshTrigger(context.run.tags.get(TRIGGER_TAG, RefreshTrigger.MANUAL))
 
 
 def _failed_upstream(instance: DagsterInstance, entry: DynamicTableEntry) -> str | None:
@@ -113,7 +109,7 @@ def dynamic_table_asset(entry: DynamicTableEntry) -> AssetsDefinition:
         description=entry.comment or f"dynamic table: {entry.query}",
         group_name=DYNAMIC_TABLES_GROUP,
         kinds={"delta", "spark"},
-        automation_condition=automation_condition(entry),
+        automation_condition=AutomationCondition.eager(),
         pool=f"dynamic_table_{entry.name}",
         output_required=False,
         metadata={"lake/query": entry.query, "lake/sources": json.dumps(sources_of(entry))},
@@ -122,16 +118,16 @@ def dynamic_table_asset(entry: DynamicTableEntry) -> AssetsDefinition:
         context: AssetExecutionContext, spark: DeltaSparkResource, catalog: CatalogResource
     ) -> Iterator[MaterializeResult]:
         lake = catalog.catalog
-        trigger = _trigger(context, entry)
+        trigger = _trigger(context)
         failed = _failed_upstream(context.instance, entry)
-        if failed is not None and trigger != MANUAL:
+        if failed is not None and trigger != RefreshTrigger.MANUAL:
             reason = f"the latest refresh or load of {failed} failed"
             record_skipped(lake, entry.name, trigger, reason)
             context.log.warning(f"{entry.name}: SKIPPED, {reason}")
             return
         outcome = refresh(spark.spark_session, lake, entry.name, trigger)
         context.log.info(outcome.summary())
-        if outcome.mode in (None, "NO_DATA"):
+        if outcome.mode in (None, RefreshMode.NO_DATA):
             return
         yield MaterializeResult(
             metadata=_metadata(outcome, lake.get(DynamicTableEntry, entry.name))
@@ -146,6 +142,7 @@ def automation_sensor() -> AutomationConditionSensorDefinition:
         AUTOMATION_SENSOR,
         target=AssetSelection.groups(DYNAMIC_TABLES_GROUP),
         minimum_interval_seconds=AUTOMATION_INTERVAL_SECONDS,
+        run_tags={TRIGGER_TAG: RefreshTrigger.UPSTREAM.value},
         default_status=DefaultSensorStatus.RUNNING,
     )
 
@@ -156,4 +153,9 @@ def build_defs(catalog: Catalog, settings: LakeSettings) -> Definitions:
     return Definitions(
         assets=[dynamic_table_asset(entry) for entry in entries],
         sensors=[automation_sensor()] if entries else [],
+        schedules=[
+            interval_schedule(entry, entry.refresh_interval_seconds)
+            for entry in entries
+            if entry.refresh_interval_seconds is not None
+        ],
     )

@@ -12,7 +12,9 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import delta_ref, quote_name, sql_string
 from lake_assets.core.entries import Column, RefreshRecord
 from lake_assets.core.errors import LakeError
+from lake_assets.core.names import HIDDEN_PREFIX
 from lake_assets.core.results import Result
+from lake_assets.core.states import RefreshMode, RefreshTrigger, SchedulingState
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.grammar import (
     AlterDynamicTable,
@@ -23,9 +25,6 @@ from lake_assets.dynamic_tables.grammar import (
 from lake_assets.dynamic_tables.incremental import register_sources
 from lake_assets.dynamic_tables.plan import AGGREGATE, classify, rewrite, with_hidden
 from lake_assets.dynamic_tables.refresh import (
-    CREATION,
-    FULL,
-    INCREMENTAL,
     plan_of,
     refresh,
     source_read,
@@ -132,7 +131,7 @@ def create_dynamic_table(session: LakeSession, stmt: CreateDynamicTable) -> Resu
     catalog.record_table_state(entry, 0, 0)
     verb = "replaced" if replaced is not None else "created"
     try:
-        outcome = refresh(spark, catalog, stmt.name, CREATION)
+        outcome = refresh(spark, catalog, stmt.name, RefreshTrigger.CREATION)
     except LakeError as error:
         _undo_create(catalog, entry, replaced)
         what = f"dynamic table {stmt.name} was not {verb}: {error.what}"
@@ -164,7 +163,7 @@ def _column_names(stmt: CreateDynamicTable, produced: list[str]) -> list[str]:
         )
     names = [c.name for c in stmt.columns] if stmt.columns else produced
     for name in names:
-        if _BAD_COLUMN_NAME.search(name) or name.lower().startswith("__lake_"):
+        if _BAD_COLUMN_NAME.search(name) or name.lower().startswith(HIDDEN_PREFIX):
             raise LakeError(
                 f"the result column '{name}' of dynamic table {stmt.name} needs a plain name",
                 "give it an alias in the query, e.g. COUNT(*) AS order_cnt",
@@ -231,7 +230,7 @@ def alter_dynamic_table(session: LakeSession, stmt: AlterDynamicTable) -> Result
     session.catalog.update(
         DynamicTableEntry, stmt.name, lambda entry: replace(entry, suspended=stmt.suspended)
     )
-    state = "SUSPENDED" if stmt.suspended else "ACTIVE"
+    state = SchedulingState.SUSPENDED if stmt.suspended else SchedulingState.ACTIVE
     return Result.status(f"dynamic table {stmt.name} is {state}")
 
 
@@ -246,7 +245,7 @@ def show_dynamic_tables(session: LakeSession) -> Result:
         rows.append(
             (
                 entry.name,
-                "SUSPENDED" if entry.suspended else "ACTIVE",
+                _state(entry),
                 _interval_text(entry.refresh_interval_seconds),
                 ", ".join(entry.sources),
                 last.start_time if last else None,
@@ -272,6 +271,10 @@ def _last(catalog: Catalog, name: str, committed: bool = False) -> RefreshRecord
     return None
 
 
+def _state(entry: DynamicTableEntry) -> SchedulingState:
+    return SchedulingState.SUSPENDED if entry.suspended else SchedulingState.ACTIVE
+
+
 def _interval_text(seconds: int | None) -> str | None:
     if seconds is None:
         return None
@@ -285,14 +288,14 @@ def next_mode(catalog: Catalog, entry: DynamicTableEntry) -> tuple[str, str | No
     """The mode the next refresh that finds changes will use, and why when it is FULL."""
     plan = plan_of(entry)
     if plan.reason:
-        return FULL, plan.reason
+        return RefreshMode.FULL, plan.reason
     if _last(catalog, entry.name, committed=True) is None:
-        return FULL, "initial refresh"
+        return RefreshMode.FULL, "initial refresh"
     for name in entry.sources:
         relation = catalog.relation(name)
         if isinstance(relation, TableEntry) and not relation.change_tracking:
-            return FULL, f"change tracking is off on {name}; the refresh turns it on"
-    return INCREMENTAL, None
+            return RefreshMode.FULL, f"change tracking is off on {name}; the refresh turns it on"
+    return RefreshMode.INCREMENTAL, None
 
 
 def describe_dynamic_table(session: LakeSession, stmt: DescribeObject) -> Result:
@@ -311,7 +314,7 @@ def describe_dynamic_table(session: LakeSession, stmt: DescribeObject) -> Result
         columns=", ".join(f"{c.name} {c.type}" for c in entry.columns),
         refresh_interval=_interval_text(entry.refresh_interval_seconds),
         vcluster=entry.vcluster,
-        state="SUSPENDED" if entry.suspended else "ACTIVE",
+        state=_state(entry),
         last_refresh=(
             f"{last.start_time} {last.state} {last.refresh_mode or ''}".strip() if last else None
         ),

@@ -2,7 +2,6 @@
 
 from lake_assets.core.kind import Kind
 from lake_assets.dynamic_tables import engine
-from lake_assets.dynamic_tables.defs import build_defs
 from lake_assets.dynamic_tables.grammar import (
     STATEMENTS,
     WORDS,
@@ -25,5 +24,5 @@ KIND = Kind(
     show=engine.show_dynamic_tables,
     describe=engine.describe_dynamic_table,
     drop=engine.drop_dynamic_table,
-    build_defs=build_defs,
+    defs="lake_assets.dynamic_tables.defs",
 )

@@ -7,7 +7,6 @@ update loses no record and applies no change twice)."""
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -22,11 +21,11 @@ from sqlglot import exp
 
 from lake_assets.core import failpoints
 from lake_assets.core.catalog import Catalog
+from lake_assets.core.commits import Fence, Marker, committing, decode, find, new_record, newest
 from lake_assets.core.delta import (
-    COMMIT_TAG_CONF,
     MATERIALIZE_SOURCE_CONF,
     Commit,
-    history,
+    latest_version,
     row_changes,
     row_count,
     session_conf,
@@ -34,6 +33,7 @@ from lake_assets.core.delta import (
 from lake_assets.core.entries import RefreshRecord, now_utc
 from lake_assets.core.errors import LakeError
 from lake_assets.core.spark_errors import translate_spark_error
+from lake_assets.core.states import RefreshMode, RefreshState, RefreshTrigger
 from lake_assets.dynamic_tables import pruning
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.incremental import (
@@ -52,15 +52,8 @@ from lake_assets.sql.statements import Query
 from lake_assets.tables.engine import enable_change_tracking
 from lake_assets.tables.entry import TableEntry
 
-CREATION, MANUAL, SCHEDULED, UPSTREAM = "CREATION", "MANUAL", "SCHEDULED", "UPSTREAM"
-SUCCEED, FAILED, SKIPPED = "SUCCEED", "FAILED", "SKIPPED"
-INCREMENTAL, FULL, NO_DATA = "INCREMENTAL", "FULL", "NO_DATA"
-TRIGGERS = (CREATION, MANUAL, SCHEDULED, UPSTREAM)
 # Delta's error conditions when a change data feed cannot be read for the versions asked for.
 _FEED_GONE = ("DELTA_MISSING_CHANGE_DATA", "DELTA_CHANGE_TABLE_FEED_DISABLED", "DELTA_CHANGE_DATA")
-_TXN_APP_CONF = "spark.databricks.delta.write.txnAppId"
-_TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
-_HISTORY_WINDOW = 20
 
 
 @dataclass(frozen=True)
@@ -80,7 +73,7 @@ class RefreshOutcome:
     error: str | None = None
 
     def summary(self) -> str:
-        if self.state != SUCCEED:
+        if self.state != RefreshState.SUCCEED:
             return f"{self.state}: {self.error or self.reason}"
         why = f" ({self.reason})" if self.reason else ""
         at = f"; {self.name} is at version {self.version}" if self.version is not None else ""
@@ -110,22 +103,35 @@ def record_skipped(catalog: Catalog, name: str, trigger: str, reason: str) -> Re
     now = now_utc()
     catalog.record_refresh(
         RefreshRecord(
-            uuid.uuid4().hex, name, SKIPPED, None, trigger, now, now, 0.0, {}, reason=reason
+            uuid.uuid4().hex,
+            name,
+            RefreshState.SKIPPED,
+            None,
+            trigger,
+            now,
+            now,
+            0.0,
+            {},
+            reason=reason,
         )
     )
-    return RefreshOutcome(name, SKIPPED, None, trigger, reason)
+    return RefreshOutcome(name, RefreshState.SKIPPED, None, trigger, reason)
 
 
 def refresh(
-    spark: SparkSession, catalog: Catalog, name: str, trigger: str = MANUAL, *, full: bool = False
+    spark: SparkSession,
+    catalog: Catalog,
+    name: str,
+    trigger: str = RefreshTrigger.MANUAL,
+    *,
+    full: bool = False,
 ) -> RefreshOutcome:
     """Bring a dynamic table up to date in one commit; a failure is recorded, then raised.
 
     `full` recomputes even when the changes could be applied (benchmarks compare the two)."""
-    if trigger not in TRIGGERS:
-        raise ValueError(f"unknown refresh trigger {trigger}")
+    trigger = RefreshTrigger(trigger)
     entry = catalog.get(DynamicTableEntry, name)
-    if entry.suspended and trigger in (SCHEDULED, UPSTREAM):
+    if entry.suspended and trigger in (RefreshTrigger.SCHEDULED, RefreshTrigger.UPSTREAM):
         return record_skipped(catalog, name, trigger, "the dynamic table is suspended")
     start, clock = now_utc(), time.monotonic()
     try:
@@ -134,7 +140,7 @@ def refresh(
         failure = error if isinstance(error, LakeError) else translate(catalog, error)
         catalog.record_refresh(
             RefreshRecord(
-                uuid.uuid4().hex, name, FAILED, None, trigger, start, now_utc(),
+                uuid.uuid4().hex, name, RefreshState.FAILED, None, trigger, start, now_utc(),
                 time.monotonic() - clock, {}, error_message=str(failure),
             )
         )  # fmt: skip
@@ -158,7 +164,7 @@ def source_read(
     previous: list[Any] | None,
     index: int,
 ) -> SourceRead:
-    version = history(spark, relation.location, 1)[0].version
+    version = latest_version(spark, relation.location)
     last = previous[1] if previous and previous[0] == relation.location else None
     columns = (
         tuple(c.name for c in relation.columns) if isinstance(relation, DynamicTableEntry) else None
@@ -197,8 +203,8 @@ def _refresh(
     versions = {read.name: read.version for read in reads}
     if previous is not None and not full and not any(read.changed for read in reads):
         record = RefreshRecord(
-            uuid.uuid4().hex, entry.name, SUCCEED, NO_DATA, trigger, start, now_utc(),
-            time.monotonic() - clock, versions, 0, 0,
+            uuid.uuid4().hex, entry.name, RefreshState.SUCCEED, RefreshMode.NO_DATA, trigger,
+            start, now_utc(), time.monotonic() - clock, versions, 0, 0,
         )  # fmt: skip
         catalog.record_refresh(record)
         return _outcome(record)
@@ -211,13 +217,12 @@ def _refresh(
         replaced = [read.name for read in reads if read.previous is None]
         if replaced:
             reason = f"{', '.join(replaced)} was replaced since the last refresh"
-    metadata: dict[str, Any] = {
-        "lake_refresh": 1,
-        "id": uuid.uuid4().hex,
-        "trigger": trigger,
-        "start": start,
-        "sources": {read.name: [read.location, read.version] for read in reads},
-    }
+    metadata = new_record(
+        Marker.REFRESH,
+        trigger=trigger,
+        start=start,
+        sources={read.name: [read.location, read.version] for read in reads},
+    )
     query = query_of(entry)
     commit = None
     if reason is None:
@@ -230,7 +235,7 @@ def _refresh(
             first = str(error).strip().splitlines()[0][:300]
             reason = f"the change data feed could not be read: {first}"
     if reason is not None:
-        metadata.update(mode=FULL, reason=reason, replaced_rows=rows_before)
+        metadata.update(mode=RefreshMode.FULL, reason=reason, replaced_rows=rows_before)
         commit = _write_full(spark, entry, plan, query, reads, dt_version, metadata)
     failpoints.reached(failpoints.REFRESH_AFTER_COMMIT)
     record = _record_from_commit(entry.name, commit, metadata=None)
@@ -266,7 +271,7 @@ def _write_incremental(
     dt_version: int,
     metadata: dict[str, Any],
 ) -> Commit:
-    metadata["mode"] = INCREMENTAL
+    metadata["mode"] = RefreshMode.INCREMENTAL
     register_sources(spark, reads, changes=True)
     by_name = {read.name: read for read in reads}
     schema = table_at(spark, entry.location, dt_version).schema
@@ -277,7 +282,7 @@ def _write_incremental(
         )
         with _committing(spark, entry, dt_version, metadata):
             spark.sql(merge).collect()
-        return _find_commit(spark, entry, metadata)
+        return _find_commit(spark, entry, dt_version, metadata)
     # Computed once, here: the emptiness check, the pruning ranges and the MERGE source read it.
     changes = result_changes(spark, plan.branches, by_name, visible).localCheckpoint()
     merge = projection_merge(spark, entry.location, dt_version, changes, schema)
@@ -286,7 +291,7 @@ def _write_incremental(
             spark.sql(merge).collect()
         else:
             gained_rows(changes, schema).write.format("delta").mode("append").save(entry.location)
-    return _find_commit(spark, entry, metadata)
+    return _find_commit(spark, entry, dt_version, metadata)
 
 
 def _write_full(
@@ -305,22 +310,16 @@ def _write_full(
         frame.write.format("delta").mode("overwrite").option(
             "maxRecordsPerFile", pruning.ROWS_PER_FILE
         ).save(entry.location)
-    return _find_commit(spark, entry, metadata)
+    return _find_commit(spark, entry, dt_version, metadata)
 
 
 @contextmanager
 def _committing(
     spark: SparkSession, entry: DynamicTableEntry, dt_version: int, metadata: dict[str, Any]
 ) -> Iterator[None]:
-    """Writes inside carry the refresh record and are fenced against a concurrent refresh:
-    Delta skips a second write with the same transaction version."""
-    settings = {
-        COMMIT_TAG_CONF: json.dumps(metadata),
-        _TXN_APP_CONF: f"lake-refresh-{Path(entry.location).name}",
-        _TXN_VERSION_CONF: str(dt_version + 1),
-        MATERIALIZE_SOURCE_CONF: "none",
-    }
-    with session_conf(spark, settings):
+    """Writes inside carry the refresh record and are fenced against a concurrent refresh."""
+    fence = Fence(f"lake-refresh-{Path(entry.location).name}", dt_version)
+    with committing(spark, metadata, fence, {MATERIALIZE_SOURCE_CONF: "none"}):
         failpoints.reached(failpoints.REFRESH_BEFORE_COMMIT)
         yield
 
@@ -335,34 +334,29 @@ def incremental_conf(spark: SparkSession) -> dict[str, str]:
     return {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(partitions)}
 
 
-def _find_commit(spark: SparkSession, entry: DynamicTableEntry, metadata: dict[str, Any]) -> Commit:
-    for commit in history(spark, entry.location, _HISTORY_WINDOW):
-        found = _refresh_metadata(commit.user_metadata)
-        if found is not None and found["id"] == metadata["id"]:
-            return commit
-    raise LakeError(
-        f"another refresh of dynamic table {entry.name} committed at the same moment; "
-        "this one wrote nothing",
-        "refresh it again if needed: it starts from what the other refresh committed",
-    )
-
-
-def _refresh_metadata(user_metadata: str | None) -> dict[str, Any] | None:
-    if not user_metadata or not user_metadata.startswith('{"lake_refresh"'):
-        return None
-    return json.loads(user_metadata)
+def _find_commit(
+    spark: SparkSession, entry: DynamicTableEntry, dt_version: int, metadata: dict[str, Any]
+) -> Commit:
+    commit = find(spark, entry.location, metadata, after=dt_version)
+    if commit is None:
+        raise LakeError(
+            f"another refresh of dynamic table {entry.name} committed at the same moment; "
+            "this one wrote nothing",
+            "refresh it again if needed: it starts from what the other refresh committed",
+        )
+    return commit
 
 
 def _record_from_commit(
     name: str, commit: Commit, metadata: dict[str, Any] | None
 ) -> RefreshRecord:
     """The history row of a refresh commit, from what the commit itself carries."""
-    metadata = metadata or _refresh_metadata(commit.user_metadata)
+    metadata = metadata or decode(commit.user_metadata, Marker.REFRESH)
     assert metadata is not None
     inserted, updated, deleted = row_changes(commit.operation, commit.operation_metrics) or (
         0, 0, 0,
     )  # fmt: skip
-    if metadata["mode"] == FULL:
+    if metadata["mode"] == RefreshMode.FULL:
         inserted, deleted = inserted, metadata["replaced_rows"]
     else:
         inserted, deleted = inserted + updated, deleted + updated
@@ -371,8 +365,8 @@ def _record_from_commit(
     started = datetime.fromisoformat(metadata["start"])
     duration = (end.replace(tzinfo=started.tzinfo) - started).total_seconds()
     return RefreshRecord(
-        metadata["id"], name, SUCCEED, metadata["mode"], metadata["trigger"], metadata["start"],
-        end_text, max(duration, 0.0),
+        metadata["tag"], name, RefreshState.SUCCEED, metadata["mode"], metadata["trigger"],
+        metadata["start"], end_text, max(duration, 0.0),
         {source: version for source, (_, version) in metadata["sources"].items()},
         inserted, deleted, None, metadata.get("reason"), commit.version,
     )  # fmt: skip
@@ -383,15 +377,12 @@ def _reconcile(
 ) -> tuple[dict[str, Any] | None, int]:
     """The last committed refresh's record (re-indexed if the index missed it) and the table's
     current version."""
-    commits = history(spark, entry.location, _HISTORY_WINDOW)
-    version = commits[0].version
-    for commit in commits:
-        metadata = _refresh_metadata(commit.user_metadata)
-        if metadata is not None:
-            catalog.record_refresh(_record_from_commit(entry.name, commit, metadata))
-            if entry.version != version:
-                catalog.record_table_state(
-                    entry, version, row_count(spark, entry.location, version)
-                )
-            return metadata, version
-    return None, version
+    version = latest_version(spark, entry.location)
+    found = newest(spark, entry.location, Marker.REFRESH)
+    if found is None:
+        return None, version
+    commit, metadata = found
+    catalog.record_refresh(_record_from_commit(entry.name, commit, metadata))
+    if entry.version != version:
+        catalog.record_table_state(entry, version, row_count(spark, entry.location, version))
+    return metadata, version

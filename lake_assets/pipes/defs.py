@@ -21,7 +21,8 @@ from dagster import (
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
-from lake_assets.pipes.engine import EVENT_NOTIFICATION, ingest, pipe_copy
+from lake_assets.core.states import IngestMode, LoadStatus
+from lake_assets.pipes.engine import ingest, pipe_copy
 from lake_assets.pipes.entry import PipeEntry
 from lake_assets.pipes.sensors import event_pipe_sensor, pipe_sensor
 from lake_assets.tables.defs import TABLES_GROUP, table_metadata
@@ -87,12 +88,12 @@ def ingestion_asset(table: TableEntry, pipes: list[PipeEntry]) -> AssetsDefiniti
             )
             for pipe in running
         ]
-        failed = [r for o in outcomes for r in o.records if r.status == "LOAD_FAILED"]
+        failed = [r for o in outcomes for r in o.records if r.status == LoadStatus.LOAD_FAILED]
         current = lake.get(TableEntry, table.name)
         return MaterializeResult(
             metadata={
                 "rows_loaded": sum(o.rows for o in outcomes),
-                "files_loaded": sum(o.count("LOADED") for o in outcomes),
+                "files_loaded": sum(o.count(LoadStatus.LOADED) for o in outcomes),
                 "files_failed": len(failed),
                 "files_purged": sum(len(o.purged) for o in outcomes),
                 "dagster/row_count": MetadataValue.int(current.row_count or 0),
@@ -137,6 +138,10 @@ def build_defs(catalog: Catalog, settings: LakeSettings) -> Definitions:
         job = ingestion_job(table.name)
         jobs.append(job)
         for pipe in pipes:
-            watch = event_pipe_sensor if pipe.ingest_mode == EVENT_NOTIFICATION else pipe_sensor
+            watch = (
+                event_pipe_sensor
+                if pipe.ingest_mode == IngestMode.EVENT_NOTIFICATION
+                else pipe_sensor
+            )
             sensors.append(watch(pipe, job, settings))
     return Definitions(assets=assets, jobs=jobs, sensors=sensors)

@@ -13,6 +13,7 @@ from lake_assets.core.entries import now_utc
 from lake_assets.core.errors import LakeError
 from lake_assets.core.results import Result
 from lake_assets.core.settings import LakeSettings
+from lake_assets.core.states import IngestMode, LoadStatus, PipeStatus
 from lake_assets.pipes.entry import PipeEntry
 from lake_assets.pipes.grammar import AlterPipe, CopyIntoTable, CreatePipe, copy_of
 from lake_assets.pipes.loading import (
@@ -26,13 +27,11 @@ from lake_assets.pipes.loading import (
 from lake_assets.sql.statements import DescribeObject
 from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes.entry import VolumeEntry
-from lake_assets.volumes.files import named_files, source_files, store_of
+from lake_assets.volumes.files import in_scope, named_files, source_files, store_of
 from resources.storage import FileInfo, VolumeStore, split_location
 
 if TYPE_CHECKING:
     from lake_assets.session import LakeSession
-
-EVENT_NOTIFICATION = "EVENT_NOTIFICATION"
 
 
 def pipe_copy(pipe: PipeEntry) -> CopyIntoTable:
@@ -95,7 +94,7 @@ def alter_pipe(session: LakeSession, stmt: AlterPipe) -> Result:
         )
         return Result.status(outcome.summary())
     session.catalog.update(PipeEntry, pipe.name, lambda now: replace(now, paused=bool(stmt.paused)))
-    state = "PAUSED" if stmt.paused else "RUNNING"
+    state = PipeStatus.PAUSED if stmt.paused else PipeStatus.RUNNING
     return Result.status(f"pipe {pipe.name} is {state}")
 
 
@@ -113,7 +112,7 @@ def create_pipe(session: LakeSession, stmt: CreatePipe) -> Result:
             f"volume {volume.name} already feeds pipe {sharing[0]}",
             "give each pipe its own volume (a separate subdirectory)",
         )
-    if stmt.ingest_mode == EVENT_NOTIFICATION:
+    if stmt.ingest_mode == IngestMode.EVENT_NOTIFICATION:
         _check_notification(stmt, volume)
     store_of(catalog, settings, volume)
     catalog.add(
@@ -130,7 +129,7 @@ def create_pipe(session: LakeSession, stmt: CreatePipe) -> Result:
             backfill_interval_seconds=stmt.backfill_interval_seconds,
         )
     )
-    if stmt.ingest_mode == EVENT_NOTIFICATION:
+    if stmt.ingest_mode == IngestMode.EVENT_NOTIFICATION:
         return Result.status(
             f"created pipe {stmt.name}: RUNNING, reads S3 events from queue {volume.queue_name} "
             f"every {stmt.poll_interval_seconds} s and lists volume {volume.name} every "
@@ -172,12 +171,20 @@ def _check_notification(stmt: CreatePipe, volume: VolumeEntry) -> None:
         )
 
 
-def pending_for(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry) -> list[FileInfo]:
-    """Files the pipe would load now; cheap (a listing and the index), no Spark."""
+def volume_listing(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry) -> list[FileInfo]:
+    """The pipe's volume listed once, deep enough for the COPY's FILES: a sensor tick's look."""
+    volume = catalog.get(VolumeEntry, pipe.volume)
+    deep = volume.recursive or pipe_copy(pipe).source.files is not None
+    return store_of(catalog, settings, volume).list(recursive=deep)
+
+
+def pending_for(
+    catalog: Catalog, settings: LakeSettings, pipe: PipeEntry, listing: list[FileInfo]
+) -> list[FileInfo]:
+    """Files of a listing the pipe would load now; cheap (the index), no Spark."""
     copy = pipe_copy(pipe)
     volume = catalog.get(VolumeEntry, copy.source.volume)
-    store = store_of(catalog, settings, volume)
-    files = source_files(copy.source, volume, store)
+    files = [info for info in listing if in_scope(copy.source, volume, info.relative_path)]
     return pending_files(catalog, copy.table, files, settings.load_history_days)
 
 
@@ -193,15 +200,19 @@ def describe_pipe(session: LakeSession, stmt: DescribeObject) -> Result:
     catalog, settings = session.catalog, session.settings
     pipe = catalog.get(PipeEntry, stmt.name)
     reason = invalid_reason(catalog, pipe)
-    pending = None if reason else len(pending_for(catalog, settings, pipe))
+    pending = (
+        None
+        if reason
+        else len(pending_for(catalog, settings, pipe, volume_listing(catalog, settings, pipe)))
+    )
     volume = catalog.find(VolumeEntry, pipe.volume)
-    notified = pipe.ingest_mode == EVENT_NOTIFICATION
+    notified = pipe.ingest_mode == IngestMode.EVENT_NOTIFICATION
     queue = f"{volume.queue_type}:{volume.queue_name}" if notified and volume else None
     loads = [r for r in catalog.load_history(pipe.table) if r.pipe_name == pipe.name]
     return Result.properties(
         **{
             "name": pipe.name,
-            "pipe_status": "PAUSED" if pipe.paused else "RUNNING",
+            "pipe_status": pipe.status,
             "pipe_kind": "VOLUME",
             "ingest_mode": pipe.ingest_mode,
             "input_name": pipe.volume,
@@ -213,8 +224,8 @@ def describe_pipe(session: LakeSession, stmt: DescribeObject) -> Result:
             "backfill_interval_seconds": pipe.backfill_interval_seconds if notified else None,
             "invalid_reason": reason,
             "files_pending": pending,
-            "files_loaded": sum(1 for r in loads if r.status == "LOADED"),
-            "files_failed": sum(1 for r in loads if r.status == "LOAD_FAILED"),
+            "files_loaded": sum(1 for r in loads if r.status == LoadStatus.LOADED),
+            "files_failed": sum(1 for r in loads if r.status == LoadStatus.LOAD_FAILED),
             "last_load": loads[0].last_copy_time if loads else None,
             "comment": pipe.comment,
             "created_at": pipe.created_at,
@@ -226,7 +237,7 @@ def show_pipes(session: LakeSession) -> Result:
     return Result(
         ["name", "pipe_status", "pipe_kind", "input_name", "output_name", "ingest_mode", "comment"],
         [
-            (p.name, "PAUSED" if p.paused else "RUNNING", "VOLUME", p.volume, p.table,
+            (p.name, p.status, "VOLUME", p.volume, p.table,
              p.ingest_mode, p.comment)
             for p in session.catalog.entries(PipeEntry)
         ],

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from lake_assets.core.entries import CatalogObject
+from lake_assets.core.states import IngestMode, PipeStatus
 
 
 @dataclass(frozen=True)
@@ -19,7 +20,7 @@ class PipeEntry(CatalogObject):
     volume: str = ""
     table: str = ""
     copy_statement: str = ""
-    ingest_mode: str = "LIST_PURGE"
+    ingest_mode: IngestMode = IngestMode.LIST_PURGE
     virtual_cluster: str | None = None
     comment: str | None = None
     paused: bool = False
@@ -27,3 +28,7 @@ class PipeEntry(CatalogObject):
     options: dict[str, str] = field(default_factory=dict)
     # EVENT_NOTIFICATION pipes also list the volume this often, for events that never came.
     backfill_interval_seconds: int = 60
+
+    @property
+    def status(self) -> PipeStatus:
+        return PipeStatus.PAUSED if self.paused else PipeStatus.RUNNING

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from sqlglot.tokens import TokenType
 
 from lake_assets.core.errors import LakeError
+from lake_assets.core.states import IngestMode
 from lake_assets.sql.grammar import Grammar, ObjectWords, SourceParser, StatementParser, finished
 from lake_assets.sql.relations import opens_call
 from lake_assets.sql.statements import Source, Statement
@@ -23,7 +25,6 @@ CREATE_PIPE = (
     "AS COPY INTO t FROM VOLUME v …"
 )
 ALTER_PIPE = "ALTER PIPE p REFRESH | ALTER PIPE p SET PIPE_EXECUTION_PAUSED = TRUE|FALSE"
-INGEST_MODES = ("LIST_PURGE", "EVENT_NOTIFICATION")
 PIPE_SETTINGS = ("VIRTUAL_CLUSTER", "INGEST_MODE", "POLL_INTERVAL", "BACKFILL_INTERVAL")
 WORDS = ObjectWords("pipe", (("PIPE",),))
 
@@ -41,7 +42,7 @@ class CreatePipe(Statement):
     name: str
     copy: CopyIntoTable
     copy_text: str
-    ingest_mode: str = "LIST_PURGE"
+    ingest_mode: IngestMode = IngestMode.LIST_PURGE
     virtual_cluster: str | None = None
     comment: str | None = None
     poll_interval_seconds: int = 5
@@ -68,8 +69,9 @@ def _flag(cursor: TokenCursor, what: str) -> bool:
     return cursor.boolean(what)
 
 
+@functools.cache
 def copy_of(text: str) -> CopyIntoTable:
-    """A COPY INTO statement's text (as a pipe keeps it) parsed again."""
+    """A COPY INTO statement's text (as a pipe keeps it) parsed once per process."""
     cursor = TokenCursor(tokenize(text), text=text)
     cursor.expect("COPY", "INTO")
     return parse_copy_into_table(cursor)
@@ -123,12 +125,12 @@ def parse_create_pipe(cursor: TokenCursor, grammar: Grammar) -> Statement:
         raise LakeError("a pipe loads a table, not a volume", f"write it as {CREATE_PIPE}")
     copy = parse_copy_into_table(cursor)
     cursor.expect_end()
-    mode = settings.get("INGEST_MODE", "LIST_PURGE").upper()
-    if mode not in INGEST_MODES:
+    mode = settings.get("INGEST_MODE", IngestMode.LIST_PURGE).upper()
+    if mode not in IngestMode:
         raise LakeError(
             f"INGEST_MODE '{mode}' is not supported", "use 'LIST_PURGE' or 'EVENT_NOTIFICATION'"
         )
-    if "BACKFILL_INTERVAL" in settings and mode != "EVENT_NOTIFICATION":
+    if "BACKFILL_INTERVAL" in settings and mode != IngestMode.EVENT_NOTIFICATION:
         raise LakeError(
             f"pipe {name}: BACKFILL_INTERVAL applies to INGEST_MODE = 'EVENT_NOTIFICATION' only",
             "drop BACKFILL_INTERVAL (a LIST_PURGE pipe lists the volume every POLL_INTERVAL)",
@@ -137,7 +139,7 @@ def parse_create_pipe(cursor: TokenCursor, grammar: Grammar) -> Statement:
         name,
         copy,
         cursor.text[copy_start.start :].strip(),
-        mode,
+        IngestMode(mode),
         settings.get("VIRTUAL_CLUSTER"),
         comment,
         _seconds(settings, "POLL_INTERVAL", 5),

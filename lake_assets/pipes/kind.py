@@ -3,7 +3,6 @@
 from lake_assets.core.drop import drop_object
 from lake_assets.core.kind import Kind
 from lake_assets.pipes import engine
-from lake_assets.pipes.defs import build_defs
 from lake_assets.pipes.entry import PipeEntry
 from lake_assets.pipes.grammar import (
     SOURCES,
@@ -30,5 +29,5 @@ KIND = Kind(
     show=engine.show_pipes,
     describe=engine.describe_pipe,
     drop=drop_object(PipeEntry),
-    build_defs=build_defs,
+    defs="lake_assets.pipes.defs",
 )

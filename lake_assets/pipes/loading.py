@@ -7,11 +7,8 @@ twice. Concurrent loaders are fenced by Delta's idempotent writes (txnAppId/txnV
 
 from __future__ import annotations
 
-import json
-import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
 from urllib.parse import unquote
 
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
@@ -19,9 +16,20 @@ from pyspark.sql import functions as F
 
 from lake_assets.core import failpoints
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.delta import history, row_count
+from lake_assets.core.commits import (
+    Fence,
+    Marker,
+    commits_since,
+    decode,
+    find,
+    new_record,
+    writer_options,
+)
+from lake_assets.core.delta import row_count
 from lake_assets.core.entries import Column, LoadRecord, now_utc
 from lake_assets.core.errors import LakeError
+from lake_assets.core.names import hidden
+from lake_assets.core.states import LoadStatus
 from lake_assets.pipes.diagnose import first_problem
 from lake_assets.tables.dml import record_commit_state
 from lake_assets.tables.entry import TableEntry
@@ -29,11 +37,10 @@ from lake_assets.volumes.files import column_ddl, reader_options
 from lake_assets.volumes.grammar import VolumeSource
 from resources.storage import FileInfo, VolumeStore
 
-LOADED, LOAD_FAILED = "LOADED", "LOAD_FAILED"
 # Files modified this recently may still be being written; they wait for the next look.
 SETTLE_SECONDS = 1.0
-_CORRUPT = "_lake_corrupt_record"
-_FILE = "_lake_file"
+_CORRUPT = hidden("corrupt_record")
+_FILE = hidden("file")
 
 
 @dataclass
@@ -45,7 +52,9 @@ class LoadOutcome:
 
     @property
     def rows(self) -> int:
-        return sum(record.rows_loaded for record in self.records if record.status == LOADED)
+        return sum(
+            record.rows_loaded for record in self.records if record.status == LoadStatus.LOADED
+        )
 
     def count(self, status: str) -> int:
         return sum(1 for record in self.records if record.status == status)
@@ -53,46 +62,28 @@ class LoadOutcome:
     def summary(self) -> str:
         at = f"; {self.table} is at version {self.version}" if self.version is not None else ""
         return (
-            f"COPY: {self.count(LOADED)} files loaded ({self.rows} rows), "
-            f"{self.count(LOAD_FAILED)} failed, {len(self.purged)} purged{at}"
+            f"COPY: {self.count(LoadStatus.LOADED)} files loaded ({self.rows} rows), "
+            f"{self.count(LoadStatus.LOAD_FAILED)} failed, {len(self.purged)} purged{at}"
         )
-
-
-def _load_metadata(user_metadata: str | None) -> dict | None:
-    if not user_metadata or not user_metadata.startswith('{"lake_load"'):
-        return None
-    return json.loads(user_metadata)
-
-
-def _history_since(spark: SparkSession, location: str, mark: int) -> list[Any]:
-    """The newest commits back to `mark` + 1 at least (newest first): a long history is not read
-    in full before every load."""
-    limit = 8
-    while True:
-        commits = history(spark, location, limit)
-        if len(commits) < limit or commits[-1].version <= mark + 1:
-            return commits
-        limit *= 8
 
 
 def reconcile(spark: SparkSession, catalog: Catalog, table: TableEntry) -> int:
     """Copy the load records carried by commits newer than the index's mark into the index;
     return the table's newest version (the next load's commit is fenced with it)."""
     mark = catalog.load_mark(table.name)
-    recent = _history_since(spark, table.location, mark)
-    newest = recent[0].version
-    commits = [c for c in recent if c.version > mark]
-    if not commits:
+    commits = commits_since(spark, table.location, mark)
+    newest = commits[0].version
+    if newest <= mark:
         return newest
     records = []
     for commit in commits:
-        metadata = _load_metadata(commit.user_metadata)
+        metadata = decode(commit.user_metadata, Marker.LOAD)
         if metadata is None:
             continue
         for path, size, modified, rows in metadata["files"]:
             records.append(
                 LoadRecord(
-                    path, metadata["time"], size, modified, LOADED, rows, None,
+                    path, metadata["time"], size, modified, LoadStatus.LOADED, rows, None,
                     metadata.get("pipe"), commit.version,
                 )
             )  # fmt: skip
@@ -116,9 +107,11 @@ def pending_files(
     now = datetime.now(UTC)
     since = (now - timedelta(days=retention_days)).isoformat(timespec="milliseconds")
     records = catalog.load_history(table, since)
-    loaded = {r.file_path for r in records if r.status == LOADED}
+    loaded = {r.file_path for r in records if r.status == LoadStatus.LOADED}
     failed = {
-        (r.file_path, r.file_size, r.file_modified) for r in records if r.status == LOAD_FAILED
+        (r.file_path, r.file_size, r.file_modified)
+        for r in records
+        if r.status == LoadStatus.LOAD_FAILED
     }
     settled = now - timedelta(seconds=0 if complete else SETTLE_SECONDS)
     return [
@@ -143,7 +136,7 @@ def loaded_files(
     loaded = {
         (r.file_path, r.file_size, r.file_modified)
         for r in catalog.load_history(table, since)
-        if r.status == LOADED
+        if r.status == LoadStatus.LOADED
     }
     return [i for i in files if (i.url, i.size, i.last_modified.isoformat()) in loaded]
 
@@ -268,7 +261,9 @@ def load(
     failed: list[LoadRecord] = []
     if source.file_format == "PARQUET":
         for path, problem in _unreadable_parquet(spark, list(local)).items():
-            failed.append(_record(local.pop(path), now, LOAD_FAILED, 0, problem, pipe, None))
+            failed.append(
+                _record(local.pop(path), now, LoadStatus.LOAD_FAILED, 0, problem, pipe, None)
+            )
     version = None
     good: list[tuple[FileInfo, int]] = []
     if local:
@@ -284,14 +279,16 @@ def load(
                 counts, problems = _file_stats(frame, source, columns)
                 for uri, problem in problems.items():
                     info = local.pop(_local_path(uri))
-                    failed.append(_record(info, now, LOAD_FAILED, 0, problem, pipe, None))
+                    failed.append(
+                        _record(info, now, LoadStatus.LOAD_FAILED, 0, problem, pipe, None)
+                    )
                 good = _good(local, counts)
                 if good:
                     rows = frame.filter(~F.col(_FILE).isin(list(problems)))
                     version = _commit(spark, catalog, table, rows, columns, good, now, pipe, fence)
             finally:
                 frame.unpersist()
-    loaded = [_record(info, now, LOADED, n, None, pipe, version) for info, n in good]
+    loaded = [_record(info, now, LoadStatus.LOADED, n, None, pipe, version) for info, n in good]
     # Right after the reconciled version, this commit's records complete the index up to it.
     mark = version if version == fence + 1 else None
     catalog.record_loads(table.name, loaded + failed, mark)
@@ -359,18 +356,13 @@ def _commit(
     fence: int,
 ) -> int:
     """Append the rows with their files' load records in the same commit; return its version.
-
-    txnVersion `fence` + 1 makes Delta skip the write when another load committed since the
-    reconcile (its txnVersion is at least as high): then the commit is not found by its tag."""
-    tag = uuid.uuid4().hex
-    metadata = json.dumps(
-        {
-            "lake_load": 1,
-            "tag": tag,
-            "pipe": pipe,
-            "time": now,
-            "files": [[i.url, i.size, i.last_modified.isoformat(), n] for i, n in good],
-        }
+    Fenced at `fence`: Delta skips the write when another load committed since the reconcile,
+    and then the commit is not found by its tag."""
+    record = new_record(
+        Marker.LOAD,
+        pipe=pipe,
+        time=now,
+        files=[[i.url, i.size, i.last_modified.isoformat(), n] for i, n in good],
     )
     before = catalog.get(TableEntry, table.name)
     failpoints.reached(failpoints.BEFORE_COMMIT)
@@ -378,15 +370,11 @@ def _commit(
         _as_table_rows(rows, table, columns)
         .write.format("delta")
         .mode("append")
-        .option("txnAppId", f"lake-load-{table.name}")
-        .option("txnVersion", fence + 1)
-        .option("userMetadata", metadata)
+        .options(**writer_options(record, Fence(f"lake-load-{table.name}", fence)))
         .save(table.location)
     )
     failpoints.reached(failpoints.AFTER_COMMIT)
-    commit = next(
-        (c for c in history(spark, table.location, 50) if tag in (c.user_metadata or "")), None
-    )
+    commit = find(spark, table.location, record, after=fence)
     if commit is None:
         raise LakeError(
             f"another load into {table.name} committed at the same moment; nothing was written",

@@ -8,7 +8,7 @@ from lake_assets.connections.entry import ConnectionEntry
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
-from lake_assets.pipes.engine import pending_for, pipe_copy
+from lake_assets.pipes.engine import pending_for, pipe_copy, volume_listing
 from lake_assets.pipes.entry import PipeEntry
 from lake_assets.pipes.loading import pending_files
 from lake_assets.volumes.entry import VolumeEntry
@@ -56,8 +56,8 @@ def look(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry, backfill: bo
     }
     listing = None
     if backfill:
-        listing = store.list(recursive=volume.recursive)
-        for info in pending_for(catalog, settings, pipe):
+        listing = volume_listing(catalog, settings, pipe)
+        for info in pending_for(catalog, settings, pipe, listing):
             pending.setdefault(info.relative_path, info)
     queue.delete(received.receipts)
     return Look(

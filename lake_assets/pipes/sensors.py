@@ -25,12 +25,10 @@ from dagster import (
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
-from lake_assets.pipes.engine import pending_for
+from lake_assets.pipes.engine import pending_for, volume_listing
 from lake_assets.pipes.entry import PipeEntry
 from lake_assets.pipes.notifications import look
 from lake_assets.volumes.defs import listing_digest, listing_metadata, volume_key
-from lake_assets.volumes.entry import VolumeEntry
-from lake_assets.volumes.files import store_of
 from resources.storage import FileInfo
 
 BATCH_TAG = "lake/batch"
@@ -110,10 +108,9 @@ def pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> SensorDefi
         if isinstance(state, SkipReason):
             return state
         catalog, current = state
-        volume = catalog.get(VolumeEntry, current.volume)
-        listing = store_of(catalog, settings, volume).list(recursive=volume.recursive)
-        observation = volume_observation(volume.name, listing)
-        pending = pending_for(catalog, settings, current)
+        listing = volume_listing(catalog, settings, current)
+        observation = volume_observation(current.volume, listing)
+        pending = pending_for(catalog, settings, current, listing)
         if not pending:
             return SensorResult(skip_reason="no new files", asset_events=[observation])
         waiting = RunsFilter(job_name=job.name, statuses=_NOT_YET_LISTED)

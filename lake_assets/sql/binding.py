@@ -7,9 +7,10 @@ from collections.abc import Callable, Mapping, Sequence
 from sqlglot import exp
 
 from lake_assets.core.errors import LakeError
+from lake_assets.core.names import hidden
 
 # Placeholders for volume files, directory tables and load history (see sql.sources).
-SOURCE_PREFIX = "__lake_source_"
+SOURCE_PREFIX = hidden("source_")
 
 
 def _cte_names(expression: exp.Expression) -> set[str]:

@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.delta import (
-    COMMIT_TAG_CONF,
-    history,
-    row_changes,
-    row_count,
-    session_conf,
-)
+from lake_assets.core.commits import Marker, committing, find, new_record
+from lake_assets.core.delta import latest_version, row_changes, row_count
 from lake_assets.core.results import Result
 from lake_assets.sql.statements import Dml
 from lake_assets.tables.entry import TableEntry
 
 if TYPE_CHECKING:
     from lake_assets.session import LakeSession
-
-# A commit is looked for among this many newest ones (other writers may have committed since).
-_HISTORY_WINDOW = 50
 
 
 def execute_dml(session: LakeSession, stmt: Dml) -> Result:
@@ -36,13 +27,11 @@ def execute_dml(session: LakeSession, stmt: Dml) -> Result:
 def run_dml(spark: SparkSession, catalog: Catalog, stmt: Dml, bound_sql: str) -> Result:
     """Run a bound DML statement and record the table's new version and row count."""
     target = catalog.get(TableEntry, stmt.target)
-    tag = f"lake-statement-{uuid.uuid4().hex}"
-    with session_conf(spark, {COMMIT_TAG_CONF: tag}):
+    before = latest_version(spark, target.location)
+    record = new_record(Marker.STATEMENT, operation=stmt.operation)
+    with committing(spark, record):
         spark.sql(bound_sql).collect()
-    commit = next(
-        (c for c in history(spark, target.location, _HISTORY_WINDOW) if c.user_metadata == tag),
-        None,
-    )
+    commit = find(spark, target.location, record, after=before)
     if commit is None:
         return Result.status(f"{stmt.operation}: no change to {stmt.target}")
     version = commit.version

@@ -3,7 +3,6 @@
 from lake_assets.core.kind import Kind
 from lake_assets.sql.statements import Dml
 from lake_assets.tables import engine
-from lake_assets.tables.defs import build_defs
 from lake_assets.tables.dml import execute_dml
 from lake_assets.tables.grammar import (
     STATEMENTS,
@@ -27,5 +26,5 @@ KIND = Kind(
         ShowTables: engine.show_tables,
         Dml: execute_dml,
     },
-    build_defs=build_defs,
+    defs="lake_assets.tables.defs",
 )

@@ -14,6 +14,7 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import delta_ref
 from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
+from lake_assets.core.names import hidden
 from lake_assets.core.results import Result
 from lake_assets.core.settings import LakeSettings
 from lake_assets.volumes.entry import VolumeEntry
@@ -30,6 +31,7 @@ DIRECTORY_SCHEMA = StructType(
         StructField("etag", StringType(), False),
     ]
 )
+_LISTING = hidden("listing")
 _EXTENSIONS = {"CSV": "csv", "PARQUET": "parquet", "JSON": "json"}
 
 
@@ -58,10 +60,10 @@ def refresh_directory(spark: SparkSession, volume: VolumeEntry, store: VolumeSto
         ],
         DIRECTORY_SCHEMA,
     )
-    listing.createOrReplaceTempView("__lake_listing")
+    listing.createOrReplaceTempView(_LISTING)
     spark.sql(
         f"""MERGE INTO {delta_ref(volume.directory_location)} d
-        USING __lake_listing l ON d.relative_path = l.relative_path
+        USING {_LISTING} l ON d.relative_path = l.relative_path
         WHEN MATCHED AND (d.etag <> l.etag OR d.size <> l.size) THEN UPDATE SET *
         WHEN NOT MATCHED THEN INSERT *
         WHEN NOT MATCHED BY SOURCE THEN DELETE"""

@@ -3,7 +3,6 @@
 from lake_assets.core.drop import drop_object
 from lake_assets.core.kind import Kind
 from lake_assets.volumes import engine
-from lake_assets.volumes.defs import build_defs
 from lake_assets.volumes.entry import VolumeEntry
 from lake_assets.volumes.grammar import (
     SOURCES,
@@ -30,5 +29,5 @@ KIND = Kind(
     show=engine.show_volumes,
     describe=engine.describe_volume,
     drop=drop_object(VolumeEntry, engine.remove_directory_table),
-    build_defs=build_defs,
+    defs="lake_assets.volumes.defs",
 )

@@ -21,6 +21,7 @@ from lake_assets.dynamic_tables.defs import (
     AUTOMATION_INTERVAL_SECONDS,
     AUTOMATION_SENSOR,
     DYNAMIC_TABLES_GROUP,
+    TRIGGER_TAG,
     refresh_cron,
 )
 from lake_assets.session import LakeSession
@@ -124,7 +125,7 @@ def test_an_automatic_refresh_after_a_failed_upstream_refresh_is_skipped(
     automatic = job.execute_in_process(
         instance=instance,
         asset_selection=[AssetKey("counted")],
-        tags={"dagster/from_automation_condition": "true"},
+        tags={TRIGGER_TAG: "UPSTREAM"},
     )
     assert automatic.success
     assert automatic.get_asset_materialization_events() == []

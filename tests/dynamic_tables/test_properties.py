@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.settings import LakeSettings
+from lake_assets.core.states import RefreshMode
 from lake_assets.dynamic_tables import refresh as dynamic
 from lake_assets.session import LakeSession
 
@@ -124,7 +125,7 @@ def check_history(
                 sources.apply(change)
             for name, query in queries.items():
                 outcome = dynamic.refresh(spark, lake.catalog, name)
-                assert outcome.mode in (dynamic.INCREMENTAL, dynamic.NO_DATA), outcome
+                assert outcome.mode in (RefreshMode.INCREMENTAL, RefreshMode.NO_DATA), outcome
                 assert rows(lake, f"SELECT * FROM {name}") == rows(lake, query), (name, step)
 
 

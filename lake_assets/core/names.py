@@ -1,0 +1,11 @@
+"""Names the lakehouse gives to what users never see (hidden columns, temporary views,
+placeholders) all start with one prefix, which user column names may not start with."""
+
+from __future__ import annotations
+
+HIDDEN_PREFIX = "__lake_"
+
+
+def hidden(name: str) -> str:
+    """The hidden name for `name`."""
+    return HIDDEN_PREFIX + name
