@@ -126,7 +126,7 @@ def parse_create_pipe(cursor: TokenCursor, grammar: Grammar) -> Statement:
     copy = parse_copy_into_table(cursor)
     cursor.expect_end()
     mode = settings.get("INGEST_MODE", IngestMode.LIST_PURGE).upper()
-    if mode not in IngestMode:
+    if mode not in IngestMode.__members__:
         raise LakeError(
             f"INGEST_MODE '{mode}' is not supported", "use 'LIST_PURGE' or 'EVENT_NOTIFICATION'"
         )
