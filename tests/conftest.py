@@ -3,10 +3,12 @@ S3 server for the whole test session (started only by the tests that ask for `s3
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from pyspark.sql import SparkSession
 
 from lake_assets.core.catalog import Catalog
@@ -16,6 +18,11 @@ from resources.spark import DeltaSparkResource
 from tests.s3_server import s3_endpoint_fixture
 
 s3_endpoint = s3_endpoint_fixture(scope="session")
+
+# Property tests: a few examples while developing, more in CI (CI=true), or as HYPOTHESIS_PROFILE.
+settings.register_profile("dev", max_examples=3)
+settings.register_profile("ci", max_examples=12)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
 @pytest.fixture(scope="session")

@@ -18,8 +18,8 @@ from lake_assets.core.states import RefreshMode
 from lake_assets.dynamic_tables import refresh as dynamic
 from lake_assets.session import LakeSession
 
+# How many examples each property draws comes from the profile (tests/conftest.py).
 SETTINGS = settings(
-    max_examples=3,
     deadline=None,
     derandomize=True,
     database=None,
