@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from lake_assets.connections.entry import ConnectionEntry
 from lake_assets.connections.grammar import CreateConnection
 from lake_assets.core.entries import now_utc
+from lake_assets.core.lifecycle import name_taken
 from lake_assets.core.results import Result
 from lake_assets.sql.statements import DescribeObject
 from resources.secrets import seal, shown
@@ -17,8 +18,8 @@ if TYPE_CHECKING:
 
 def create_connection(session: LakeSession, stmt: CreateConnection) -> Result:
     catalog, lake_home = session.catalog, session.settings.lake_home
-    if catalog.find(ConnectionEntry, stmt.name) is not None and stmt.if_not_exists:
-        return Result.status(f"storage connection {stmt.name} already exists; nothing to do")
+    if taken := name_taken(session, ConnectionEntry, stmt.name, stmt.if_not_exists):
+        return taken
     catalog.add(
         ConnectionEntry(
             name=stmt.name,

@@ -3,8 +3,8 @@
 from lake_assets.connections.engine import create_connection, describe_connection, show_connections
 from lake_assets.connections.entry import ConnectionEntry
 from lake_assets.connections.grammar import STATEMENTS, WORDS, CreateConnection
-from lake_assets.core.drop import drop_object
 from lake_assets.core.kind import Kind
+from lake_assets.core.lifecycle import drop_object
 
 KIND = Kind(
     name="connection",

@@ -229,9 +229,13 @@ class Catalog:
             ).all()
         return [_entry(row) for row in rows]
 
-    def find_relation(self, name: str) -> CatalogObject | None:
+    def find_in(self, namespace: str, name: str) -> CatalogObject | None:
+        """Whatever holds the name in a namespace, of any kind."""
         with self._reading() as conn:
-            return self._select(conn, RELATION, name)
+            return self._select(conn, namespace, name)
+
+    def find_relation(self, name: str) -> CatalogObject | None:
+        return self.find_in(RELATION, name)
 
     def relation(self, name: str) -> CatalogObject:
         """A table, dynamic table or other relation, for statements that only read it."""

@@ -12,6 +12,7 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import delta_ref, quote_name, sql_string
 from lake_assets.core.entries import Column, RefreshRecord
 from lake_assets.core.errors import LakeError
+from lake_assets.core.lifecycle import name_taken
 from lake_assets.core.names import HIDDEN_PREFIX
 from lake_assets.core.results import Result
 from lake_assets.core.states import RefreshMode, RefreshTrigger, SchedulingState
@@ -46,18 +47,11 @@ _BAD_COLUMN_NAME = re.compile(r"[ ,;{}()\n\t=]")
 
 def create_dynamic_table(session: LakeSession, stmt: CreateDynamicTable) -> Result:
     spark, catalog = session.spark, session.catalog
-    existing = catalog.find(DynamicTableEntry, stmt.name)
-    if existing is not None and stmt.if_not_exists:
-        return Result.status(f"dynamic table {stmt.name} already exists; nothing to do")
-    if existing is not None and not stmt.or_replace:
-        raise LakeError(
-            f"dynamic table {stmt.name} already exists",
-            "use CREATE OR REPLACE DYNAMIC TABLE, pick another name, or DROP it first",
-        )
-    if catalog.find(TableEntry, stmt.name) is not None:
-        raise LakeError(
-            f"table {stmt.name} already exists", "pick another name for the dynamic table"
-        )
+    replacing = stmt.or_replace and catalog.find(DynamicTableEntry, stmt.name) is not None
+    if not replacing and (
+        taken := name_taken(session, DynamicTableEntry, stmt.name, stmt.if_not_exists)
+    ):
+        return taken
     if stmt.query.sources:
         raise LakeError(
             f"dynamic table {stmt.name} can read only tables and dynamic tables",

@@ -11,6 +11,7 @@ from lake_assets.core import failpoints
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import now_utc
 from lake_assets.core.errors import LakeError
+from lake_assets.core.lifecycle import name_taken
 from lake_assets.core.results import Result
 from lake_assets.core.settings import LakeSettings
 from lake_assets.core.states import IngestMode, LoadStatus, PipeStatus
@@ -100,10 +101,8 @@ def alter_pipe(session: LakeSession, stmt: AlterPipe) -> Result:
 
 def create_pipe(session: LakeSession, stmt: CreatePipe) -> Result:
     catalog, settings = session.catalog, session.settings
-    if catalog.find(PipeEntry, stmt.name) is not None:
-        if stmt.if_not_exists:
-            return Result.status(f"pipe {stmt.name} already exists; nothing to do")
-        raise LakeError(f"pipe {stmt.name} already exists", "pick another name or DROP PIPE first")
+    if taken := name_taken(session, PipeEntry, stmt.name, stmt.if_not_exists):
+        return taken
     target_columns(catalog.get(TableEntry, stmt.copy.table), stmt.copy.source)
     volume = catalog.get(VolumeEntry, stmt.copy.source.volume)
     sharing = [p.name for p in catalog.entries(PipeEntry) if p.volume == volume.name]

@@ -1,7 +1,7 @@
 """The pipes kind as registered in lake_assets.kinds: its SQL, handlers and definitions."""
 
-from lake_assets.core.drop import drop_object
 from lake_assets.core.kind import Kind
+from lake_assets.core.lifecycle import drop_object
 from lake_assets.pipes import engine
 from lake_assets.pipes.entry import PipeEntry
 from lake_assets.pipes.grammar import (

@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 from lake_assets.core.catalog import Catalog, unknown_table
 from lake_assets.core.delta import delta_ref, history, quote_name, row_changes, sql_string
 from lake_assets.core.errors import LakeError
+from lake_assets.core.lifecycle import name_taken
 from lake_assets.core.results import Result
 from lake_assets.tables.entry import TableEntry
 from lake_assets.tables.grammar import (
@@ -49,13 +50,8 @@ def _delta_properties(properties: dict[str, str]) -> dict[str, str]:
 
 def create_table(session: LakeSession, stmt: CreateTable) -> Result:
     catalog = session.catalog
-    if catalog.find(TableEntry, stmt.name) is not None:
-        if stmt.if_not_exists:
-            return Result.status(f"table {stmt.name} already exists; nothing to do")
-        raise LakeError(
-            f"table {stmt.name} already exists",
-            "use CREATE TABLE IF NOT EXISTS, pick another name, or DROP it first",
-        )
+    if taken := name_taken(session, TableEntry, stmt.name, stmt.if_not_exists):
+        return taken
     # A fresh directory per table: a dropped table's files can never leak into a new one.
     location = str(session.warehouse / f"{stmt.name}-{uuid.uuid4().hex[:12]}")
     columns = ", ".join(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame
 
 from lake_assets.core.entries import now_utc
-from lake_assets.core.errors import LakeError
+from lake_assets.core.lifecycle import name_taken
 from lake_assets.core.results import Result
 from lake_assets.sql.statements import DescribeObject
 from lake_assets.tables.entry import TableEntry
@@ -31,10 +31,8 @@ if TYPE_CHECKING:
 
 def create_volume(session: LakeSession, stmt: CreateVolume) -> Result:
     catalog, settings = session.catalog, session.settings
-    if catalog.find(VolumeEntry, stmt.name) is not None:
-        if stmt.if_not_exists:
-            return Result.status(f"volume {stmt.name} already exists; nothing to do")
-        raise LakeError(f"volume {stmt.name} already exists", "pick another name or DROP it first")
+    if taken := name_taken(session, VolumeEntry, stmt.name, stmt.if_not_exists):
+        return taken
     split_location(stmt.location)
     directory = str(settings.warehouse / "_directories" / f"{stmt.name}-{uuid.uuid4().hex[:12]}")
     entry = VolumeEntry(

@@ -1,7 +1,7 @@
 """The volumes kind as registered in lake_assets.kinds: its SQL, handlers and definitions."""
 
-from lake_assets.core.drop import drop_object
 from lake_assets.core.kind import Kind
+from lake_assets.core.lifecycle import drop_object
 from lake_assets.volumes import engine
 from lake_assets.volumes.entry import VolumeEntry
 from lake_assets.volumes.grammar import (

@@ -1,4 +1,5 @@
-"""DROP of a catalog object, the same for every kind: refused while another object uses it."""
+"""What CREATE and DROP of a catalog object do the same for every kind: a name is taken once
+per namespace, and an object is not dropped while another one uses it."""
 
 from __future__ import annotations
 
@@ -14,6 +15,22 @@ if TYPE_CHECKING:
     from lake_assets.session import LakeSession
 
 T = TypeVar("T", bound=CatalogObject)
+
+
+def name_taken(
+    session: LakeSession, kind: type[CatalogObject], name: str, if_not_exists: bool
+) -> Result | None:
+    """CREATE's answer when the name is taken and IF NOT EXISTS says to do nothing, else None;
+    an error when another object holds it."""
+    existing = session.catalog.find_in(kind.NAMESPACE, name)
+    if existing is None:
+        return None
+    if if_not_exists and isinstance(existing, kind):
+        return Result.status(f"{kind.LABEL} {name} already exists; nothing to do")
+    raise LakeError(
+        f"{existing.LABEL} {name} already exists",
+        f"use {kind.CREATE} IF NOT EXISTS, pick another name, or DROP it first",
+    )
 
 
 def drop_object(
