@@ -23,10 +23,16 @@ from lake_assets.volumes.grammar import (
     RefreshVolume,
     VolumeSource,
 )
-from resources.storage import split_location
+from resources.storage import VolumeStore, split_location
 
 if TYPE_CHECKING:
     from lake_assets.session import LakeSession
+
+
+def _opened(session: LakeSession, name: str) -> tuple[VolumeEntry, VolumeStore]:
+    """The volume called `name` and its store, or an error naming the volume."""
+    volume = session.catalog.get(VolumeEntry, name)
+    return volume, files.store_of(session.catalog, session.settings, volume)
 
 
 def create_volume(session: LakeSession, stmt: CreateVolume) -> Result:
@@ -56,14 +62,12 @@ def create_volume(session: LakeSession, stmt: CreateVolume) -> Result:
 
 
 def refresh_volume(session: LakeSession, stmt: RefreshVolume) -> Result:
-    volume = session.catalog.get(VolumeEntry, stmt.name)
-    store = files.store_of(session.catalog, session.settings, volume)
+    volume, store = _opened(session, stmt.name)
     return Result.status(files.refresh_directory(session.spark, volume, store))
 
 
 def copy_into_volume(session: LakeSession, stmt: CopyIntoVolume) -> Result:
-    volume = session.catalog.get(VolumeEntry, stmt.volume)
-    store = files.store_of(session.catalog, session.settings, volume)
+    volume, store = _opened(session, stmt.volume)
     if stmt.table is not None:
         location = session.catalog.get(TableEntry, stmt.table).location
         frame = session.spark.read.format("delta").load(location)
@@ -75,14 +79,12 @@ def copy_into_volume(session: LakeSession, stmt: CopyIntoVolume) -> Result:
 
 
 def read_volume(session: LakeSession, source: VolumeSource) -> DataFrame:
-    volume = session.catalog.get(VolumeEntry, source.volume)
-    store = files.store_of(session.catalog, session.settings, volume)
+    volume, store = _opened(session, source.volume)
     return files.read_files(session.spark, source, store, files.source_files(source, volume, store))
 
 
 def read_directory(session: LakeSession, source: DirectorySource) -> DataFrame:
-    volume = session.catalog.get(VolumeEntry, source.volume)
-    store = files.store_of(session.catalog, session.settings, volume)
+    volume, store = _opened(session, source.volume)
     return files.directory_frame(session.spark, volume, store)
 
 
@@ -97,8 +99,7 @@ def show_volumes(session: LakeSession) -> Result:
 
 
 def describe_volume(session: LakeSession, stmt: DescribeObject) -> Result:
-    volume = session.catalog.get(VolumeEntry, stmt.name)
-    store = files.store_of(session.catalog, session.settings, volume)
+    volume, store = _opened(session, stmt.name)
     listing = store.list(recursive=volume.recursive)
     users = session.catalog.users_of(VolumeEntry, volume.name)
     return Result.properties(
