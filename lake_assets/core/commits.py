@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
+from itertools import takewhile
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -75,22 +76,32 @@ def committing(
         yield
 
 
-def commits_since(spark: SparkSession, location: str, version: int) -> list[Commit]:
-    """The commits after `version`, newest first (and at least the newest one): a long history
-    is not read in full."""
-    limit = 8
-    while True:
-        commits = history(spark, location, limit)
-        if len(commits) < limit or commits[-1].version <= version + 1:
-            return [c for c in commits if c.version > version] or commits[:1]
+def _newest_first(spark: SparkSession, location: str) -> Iterator[Commit]:
+    """The history newest first, read in growing windows: a long one is not read in full."""
+    limit = seen = 8
+    commits = history(spark, location, limit)
+    yield from commits
+    while len(commits) == limit:
         limit *= 8
+        commits = history(spark, location, limit)
+        yield from commits[seen:]
+        seen = limit
+
+
+def commits_since(spark: SparkSession, location: str, version: int) -> list[Commit]:
+    """The commits after `version`, newest first, and at least the newest one."""
+    commits = _newest_first(spark, location)
+    first = next(commits)
+    if first.version <= version:
+        return [first]
+    return [first, *takewhile(lambda commit: commit.version > version, commits)]
 
 
 def find(spark: SparkSession, location: str, record: dict[str, Any], after: int) -> Commit | None:
     """The commit after version `after` that carries `record`, or None when it never landed."""
-    marker = next(iter(record))
+    marker = Marker(next(iter(record)))
     for commit in commits_since(spark, location, after):
-        found = decode(commit.user_metadata, Marker(marker))
+        found = decode(commit.user_metadata, marker)
         if found is not None and found["tag"] == record["tag"]:
             return commit
     return None
@@ -98,13 +109,8 @@ def find(spark: SparkSession, location: str, record: dict[str, Any], after: int)
 
 def newest(spark: SparkSession, location: str, marker: Marker) -> tuple[Commit, dict] | None:
     """The newest commit carrying a record of `marker`'s kind, with its record."""
-    limit = 8
-    while True:
-        commits = history(spark, location, limit)
-        for commit in commits:
-            record = decode(commit.user_metadata, marker)
-            if record is not None:
-                return commit, record
-        if len(commits) < limit:
-            return None
-        limit *= 8
+    for commit in _newest_first(spark, location):
+        record = decode(commit.user_metadata, marker)
+        if record is not None:
+            return commit, record
+    return None

@@ -1,0 +1,70 @@
+"""Tagged, fenced commits on a real Delta table: records are found again by their tag among the
+commits after a version, across the growing windows the history is read in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from lake_assets.core import commits
+from lake_assets.core.commits import Fence, Marker
+from lake_assets.core.delta import delta_ref
+
+
+@pytest.fixture(scope="module")
+def tagged(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list]:
+    """A table of 70 tagged INSERTs (versions 1..70) after its CREATE (version 0)."""
+    location = str(tmp_path_factory.mktemp("commits") / "t")
+    spark.sql(f"CREATE TABLE {delta_ref(location)} (a INT) USING delta")
+    records = []
+    for number in range(70):
+        record = commits.new_record(Marker.STATEMENT, number=number)
+        with commits.committing(spark, record):
+            spark.sql(f"INSERT INTO {delta_ref(location)} VALUES ({number})")
+        records.append(record)
+    return location, records
+
+
+def test_commits_since_a_version_are_newest_first(spark, tagged):
+    location, _ = tagged
+    assert [c.version for c in commits.commits_since(spark, location, 65)] == [70, 69, 68, 67, 66]
+    assert len(commits.commits_since(spark, location, 0)) == 70
+    assert [c.version for c in commits.commits_since(spark, location, 70)] == [70]
+
+
+def test_a_record_is_found_only_after_the_version_its_writer_read(spark, tagged):
+    location, records = tagged
+    assert commits.find(spark, location, records[3], after=3).version == 4
+    assert commits.find(spark, location, records[3], after=4) is None
+    assert commits.find(spark, location, records[0], after=0).version == 1  # past two windows
+
+
+def test_the_newest_record_of_a_kind(spark, tagged):
+    location, _ = tagged
+    commit, record = commits.newest(spark, location, Marker.STATEMENT)
+    assert (commit.version, record["number"]) == (70, 69)
+    assert commits.newest(spark, location, Marker.LOAD) is None
+
+
+def test_a_fenced_write_is_skipped_when_another_writer_committed_since(spark, tmp_path: Path):
+    location = str(tmp_path / "fenced")
+    spark.sql(f"CREATE TABLE {delta_ref(location)} (a INT) USING delta")
+    fence = Fence("writer", after=0)
+    first, second = (commits.new_record(Marker.LOAD, n=n) for n in (1, 2))
+    for record in (first, second):  # both read version 0
+        frame = spark.createDataFrame([(record["n"],)], "a INT")
+        frame.write.format("delta").mode("append").options(
+            **commits.writer_options(record, fence)
+        ).save(location)
+    assert commits.find(spark, location, first, after=0).version == 1
+    assert commits.find(spark, location, second, after=0) is None
+    assert spark.read.format("delta").load(location).count() == 1
+
+
+def test_records_of_another_kind_or_none_are_not_decoded():
+    record = commits.new_record(Marker.REFRESH, start="x")
+    assert commits.decode(commits.writer_options(record)["userMetadata"], Marker.LOAD) is None
+    assert commits.decode(None, Marker.LOAD) is None
+    assert commits.decode('{"lake_refresh": 1, "id": "old"}', Marker.REFRESH)["tag"] == "old"
