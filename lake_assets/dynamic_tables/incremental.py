@@ -10,6 +10,8 @@ recomputed from the sources alone."""
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import reduce
 
@@ -30,6 +32,7 @@ from lake_assets.dynamic_tables.plan import (
     MIN,
     ROWS,
     SUM,
+    Aggregate,
     Plan,
     argument_column,
     key_column,
@@ -49,6 +52,11 @@ _MERGE_SOURCE = "__lake_merge"
 _BROADCAST_CELLS = 2_000_000
 # The keys of the groups the last aggregate refresh recomputed from its sources.
 RECOMPUTE_KEYS = "__lake_recompute"
+# Columns of an aggregate refresh's new group state: the change's row count, whether the group
+# was in the table, whether a fold gave up on it.
+_CHANGED_ROWS = "__d_rows"
+_EXISTED = "__existed"
+_RECOMPUTE = "__recompute"
 
 
 @dataclass(frozen=True)
@@ -178,14 +186,17 @@ def row_changes(
     return combined.groupBy(*map(col, names)).agg(F.sum(MULT).alias(MULT)).filter(F.col(MULT) != 0)
 
 
+def _floating(aggregate: Aggregate, argument_types: dict[str, DataType]) -> bool:
+    """Floating-point sums drift as values come and go, so their groups are recomputed instead."""
+    argument_type = argument_types.get(argument_column(aggregate.position))
+    return isinstance(argument_type, DoubleType | FloatType)
+
+
 def _may_recompute(plan: Plan, argument_types: dict[str, DataType]) -> bool:
     """Whether any group can need recomputing: MIN/MAX, COUNT(DISTINCT), floating SUM/AVG."""
     return any(
         a.kind in (MIN, MAX, COUNT_DISTINCT)
-        or (
-            a.kind in (SUM, AVG)
-            and isinstance(argument_types.get(argument_column(a.position)), DoubleType | FloatType)
-        )
+        or (a.kind in (SUM, AVG) and _floating(a, argument_types))
         for a in plan.aggregates
     )
 
@@ -278,121 +289,266 @@ def aggregate_merge(
     visible: list[str],
 ) -> str:
     """Register the MERGE source that brings the affected groups up to date; return the MERGE."""
-    input_names = [key_column(p) for p, _ in plan.keys] + [
-        argument_column(a.position) for a in plan.aggregates if a.argument is not None
-    ]
-    keys = [key_column(p) for p, _ in plan.keys]
-    # Netted and grouped after one shuffle: rows are netted within their group's partition.
-    delta = row_changes(spark, (pre_aggregation(plan),), reads, input_names, tuple(keys))
-    m = F.col(MULT)
-    types = {field.name: field.dataType for field in schema.fields}
-    argument_types = {f.name: f.dataType for f in delta.schema.fields}
-    measures = [F.sum(m).alias("__d_rows")]
-    for a in plan.aggregates:
-        if a.argument is None:
-            continue
-        value = col(argument_column(a.position))
-        measures.append(
-            F.sum(F.when(value.isNotNull(), m).otherwise(0)).alias(f"__d_nn{a.position}")
-        )
-        if a.kind in (SUM, AVG):
-            measures.append(F.sum(value * m.cast("int")).alias(f"__d_sum{a.position}"))
-        if a.kind in (MIN, MAX):
-            pick = F.min if a.kind == MIN else F.max
-            measures.append(pick(F.when(m > 0, value)).alias(f"__d_in{a.position}"))
-            measures.append(pick(F.when(m < 0, value)).alias(f"__d_out{a.position}"))
-    groups = delta.groupBy(*map(col, keys)).agg(*measures).alias("g")
+    keys = {key_column(position): visible[position] for position, _ in plan.keys}
+    changes, argument_types = _group_changes(spark, plan, reads, list(keys))
     old = table_at(spark, location, version)
-    old = old.select(*[col(c).alias(f"__o_{c}") for c in old.columns]).alias("o")
-    key_names = [visible[p] for p, _ in plan.keys]
-    joined = groups.join(
+    old = old.select(*[col(c).alias(_old_name(c)) for c in old.columns]).alias("o")
+    joined = changes.join(
         old,
-        on=[col(k).eqNullSafe(col(f"__o_{name}")) for k, name in zip(keys, key_names, strict=True)],
+        on=[col(key).eqNullSafe(_old(name)) for key, name in keys.items()],
         how="left",
     )
-
-    def o(name: str) -> SparkColumn:
-        return col(f"__o_{name}")
-
-    rows = F.coalesce(o(ROWS), F.lit(0)) + F.col("__d_rows")
-    existed = o(ROWS).isNotNull()
-    values: dict[str, SparkColumn] = {name: col(k) for k, name in zip(keys, key_names, strict=True)}
-    values[ROWS] = rows
-    recompute = F.lit(False)
-    for a in plan.aggregates:
-        name, p = visible[a.position], a.position
-        counted = o(a.nn) if a.kind in (SUM, AVG) else o(name)
-        nn = F.coalesce(counted, F.lit(0)) + F.coalesce(F.col(f"__d_nn{p}"), F.lit(0))
-        exact = not isinstance(argument_types.get(argument_column(p)), DoubleType | FloatType)
-        if a.kind == COUNT_STAR:
-            values[name] = rows
-        elif a.kind == COUNT:
-            values[name] = nn
-        elif a.kind == COUNT_DISTINCT or (not exact and a.kind in (SUM, AVG)):
-            recompute = recompute | F.lit(True)
-            values[name] = F.lit(None)
-            if a.kind in (SUM, AVG):
-                values[a.nn] = F.lit(None)
-            if a.kind == AVG:
-                values[a.sum] = F.lit(None)
-        elif a.kind == SUM:
-            values[a.nn] = nn
-            total = F.coalesce(o(name), F.lit(0)) + F.coalesce(F.col(f"__d_sum{p}"), F.lit(0))
-            values[name] = F.when(nn > 0, total.cast(types[name]))
-        elif a.kind == AVG:
-            values[a.nn] = nn
-            total = (
-                F.coalesce(o(a.sum), F.lit(0)) + F.coalesce(F.col(f"__d_sum{p}"), F.lit(0))
-            ).cast(types[a.sum])
-            values[a.sum] = total
-            if isinstance(types[name], DecimalType):
-                average = (total / nn.cast("decimal(20,0)")).cast(types[name])
-            else:
-                average = total.cast("double") / nn.cast("double")
-            values[name] = F.when(nn > 0, average)
-        else:
-            gained, lost = F.col(f"__d_in{p}"), F.col(f"__d_out{p}")
-            extreme = F.least if a.kind == MIN else F.greatest
-            reached = lost <= o(name) if a.kind == MIN else lost >= o(name)
-            # A gained value at or past the old extreme is the new extreme, whatever was lost.
-            regained = gained <= o(name) if a.kind == MIN else gained >= o(name)
-            recompute = recompute | (
-                lost.isNotNull()
-                & F.coalesce(reached, F.lit(True))
-                & ~F.coalesce(regained, F.lit(False))
-            )
-            values[name] = extreme(o(name), gained)
     columns = [field.name for field in schema.fields]
-    # Computed once, here: the checks and the MERGE below read this small result, not its plan.
-    state = joined.select(
-        *[values[c].cast(types[c]).alias(c) for c in columns],
-        existed.alias("__existed"),
-        recompute.alias("__recompute"),
-    ).localCheckpoint()
-    removed = state.filter((F.col(ROWS) == 0) & F.col("__existed")).withColumn(OP, F.lit("D"))
-    folded = state.filter((F.col(ROWS) > 0) & ~F.col("__recompute")).withColumn(OP, F.lit("U"))
-    again = state.filter((F.col(ROWS) > 0) & F.col("__recompute"))
-    again.select(
-        *[col(name).alias(k) for k, name in zip(keys, key_names, strict=True)]
-    ).createOrReplaceTempView(RECOMPUTE_KEYS)
+    state = _new_state(plan, joined, schema, visible, argument_types)
+    removed = state.filter((F.col(ROWS) == 0) & F.col(_EXISTED)).withColumn(OP, F.lit("D"))
+    updated = state.filter((F.col(ROWS) > 0) & ~F.col(_RECOMPUTE)).withColumn(OP, F.lit("U"))
+    to_recompute = state.filter((F.col(ROWS) > 0) & F.col(_RECOMPUTE))
+    recompute_keys = to_recompute.select(*[col(name).alias(key) for key, name in keys.items()])
+    recompute_keys.createOrReplaceTempView(RECOMPUTE_KEYS)
     merge_columns = [*columns, OP]
-    source = removed.select(*merge_columns).unionAll(folded.select(*merge_columns))
-    if _may_recompute(plan, argument_types) and not again.isEmpty():
-        recomputed_sql = rewrite(
-            restricted(plan, with_hidden(plan, query), RECOMPUTE_KEYS),
-            lambda _, table: _view_or_self(reads, table, "new"),
-        )
-        recomputed = spark.sql(recomputed_sql).toDF(*columns).withColumn(OP, F.lit("U"))
+    source = removed.select(*merge_columns).unionAll(updated.select(*merge_columns))
+    if _may_recompute(plan, argument_types) and not to_recompute.isEmpty():
+        recomputed = _recomputed_groups(spark, plan, query, reads, columns)
         source = source.unionAll(recomputed).localCheckpoint()
     source.createOrReplaceTempView(_MERGE_SOURCE)
-    on = _null_safe("t", "s", key_names)
+    return _upsert_sql(location, columns, list(keys.values()))
+
+
+def _group_changes(
+    spark: SparkSession, plan: Plan, reads: dict[str, SourceRead], keys: list[str]
+) -> tuple[DataFrame, dict[str, DataType]]:
+    """Each affected group's change measures, and the argument types that decide how it folds."""
+    arguments = [argument_column(a.position) for a in plan.aggregates if a.argument is not None]
+    # Netted and grouped after one shuffle: rows are netted within their group's partition.
+    changes = row_changes(spark, (pre_aggregation(plan),), reads, [*keys, *arguments], tuple(keys))
+    argument_types = {field.name: field.dataType for field in changes.schema.fields}
+    multiplicity = F.col(MULT)
+    measures = [F.sum(multiplicity).alias(_CHANGED_ROWS)]
+    for aggregate in plan.aggregates:
+        value = col(argument_column(aggregate.position))
+        measures += _RULES[aggregate.kind].measures(aggregate, value, multiplicity)
+    return changes.groupBy(*map(col, keys)).agg(*measures).alias("g"), argument_types
+
+
+def _new_state(
+    plan: Plan,
+    joined: DataFrame,
+    schema: StructType,
+    visible: list[str],
+    argument_types: dict[str, DataType],
+) -> DataFrame:
+    """Each group's new row, checkpointed: the checks and the MERGE read it, not its plan."""
+    types = {field.name: field.dataType for field in schema.fields}
+    group = _Group(rows=F.coalesce(_old(ROWS), F.lit(0)) + F.col(_CHANGED_ROWS), types=types)
+    values = {visible[position]: col(key_column(position)) for position, _ in plan.keys}
+    values[ROWS] = group.rows
+    recompute = F.lit(False)
+    for aggregate in plan.aggregates:
+        fold = _fold_for(aggregate, argument_types)
+        folded = fold(aggregate, visible[aggregate.position], group)
+        values.update(folded.columns)
+        if folded.recompute is not None:
+            recompute = recompute | folded.recompute
+    return joined.select(
+        *[values[field.name].cast(field.dataType).alias(field.name) for field in schema.fields],
+        _old(ROWS).isNotNull().alias(_EXISTED),
+        recompute.alias(_RECOMPUTE),
+    ).localCheckpoint()
+
+
+def _recomputed_groups(
+    spark: SparkSession,
+    plan: Plan,
+    query: exp.Expression,
+    reads: dict[str, SourceRead],
+    columns: list[str],
+) -> DataFrame:
+    """The groups no fold could follow, from the query itself, reading only their own rows."""
+    sql = rewrite(
+        restricted(plan, with_hidden(plan, query), RECOMPUTE_KEYS),
+        lambda _, table: _view_or_self(reads, table, "new"),
+    )
+    return spark.sql(sql).toDF(*columns).withColumn(OP, F.lit("U"))
+
+
+def _upsert_sql(location: str, columns: list[str], key_names: list[str]) -> str:
+    """One MERGE both drops emptied groups and writes folded ones, so readers see one commit."""
     assignments = ", ".join(f"t.{quote_name(c)} = s.{quote_name(c)}" for c in columns)
     names = ", ".join(map(quote_name, columns))
-    values_sql = ", ".join(f"s.{quote_name(c)}" for c in columns)
-    merge = (
-        f"MERGE INTO {delta_ref(location)} AS t USING {_MERGE_SOURCE} AS s ON {on} "
+    values = ", ".join(f"s.{quote_name(c)}" for c in columns)
+    return (
+        f"MERGE INTO {delta_ref(location)} AS t USING {_MERGE_SOURCE} AS s "
+        f"ON {_null_safe('t', 's', key_names)} "
         f"WHEN MATCHED AND s.{OP} = 'D' THEN DELETE "
         f"WHEN MATCHED THEN UPDATE SET {assignments} "
-        f"WHEN NOT MATCHED AND s.{OP} = 'U' THEN INSERT ({names}) VALUES ({values_sql})"
+        f"WHEN NOT MATCHED AND s.{OP} = 'U' THEN INSERT ({names}) VALUES ({values})"
     )
-    return merge
+
+
+# One fold per aggregate kind: what it measures of a group's change, and how it folds that into
+# the group's old state columns.
+
+
+def _changed_name(measure: str, position: int) -> str:
+    """Suffixed with the aggregate's position, as several aggregates may share a kind."""
+    return f"__d_{measure}{position}"
+
+
+def _changed(measure: str, position: int) -> SparkColumn:
+    return F.col(_changed_name(measure, position))
+
+
+def _old_name(name: str) -> str:
+    """Prefixed, as the table's old row is joined beside the change measures of the same group."""
+    return f"__o_{name}"
+
+
+def _old(name: str) -> SparkColumn:
+    return col(_old_name(name))
+
+
+def _plus_change(old_column: str, measure: str, position: int) -> SparkColumn:
+    """The old value plus the change's, where a new group or a change without such rows adds 0."""
+    old = F.coalesce(_old(old_column), F.lit(0))
+    return old + F.coalesce(_changed(measure, position), F.lit(0))
+
+
+@dataclass(frozen=True)
+class _Group:
+    """What every fold reads of an affected group: its rows after the change, the column types."""
+
+    rows: SparkColumn
+    types: dict[str, DataType]
+
+
+@dataclass(frozen=True)
+class _Folded:
+    """One aggregate's new state columns; `recompute` is set when they may be wrong."""
+
+    columns: dict[str, SparkColumn]
+    recompute: SparkColumn | None = None
+
+
+def _no_measures(
+    aggregate: Aggregate, value: SparkColumn, multiplicity: SparkColumn
+) -> list[SparkColumn]:
+    """COUNT(*) has no argument: the group's row count is all it needs."""
+    return []
+
+
+def _count_measures(
+    aggregate: Aggregate, value: SparkColumn, multiplicity: SparkColumn
+) -> list[SparkColumn]:
+    """A NULL argument counts for no aggregate, so each keeps its own non-NULL count."""
+    non_null = F.when(value.isNotNull(), multiplicity).otherwise(0)
+    return [F.sum(non_null).alias(_changed_name("nn", aggregate.position))]
+
+
+def _sum_measures(
+    aggregate: Aggregate, value: SparkColumn, multiplicity: SparkColumn
+) -> list[SparkColumn]:
+    """Signed values: a lost row takes its value back out of the sum."""
+    signed = F.sum(value * multiplicity.cast("int")).alias(_changed_name("sum", aggregate.position))
+    return [*_count_measures(aggregate, value, multiplicity), signed]
+
+
+def _fold_count_star(aggregate: Aggregate, name: str, group: _Group) -> _Folded:
+    """COUNT(*) is the group's row count, which every aggregate table keeps anyway."""
+    return _Folded({name: group.rows})
+
+
+def _fold_count(aggregate: Aggregate, name: str, group: _Group) -> _Folded:
+    """COUNT is its own non-NULL count, so it needs no hidden column."""
+    return _Folded({name: _plus_change(name, "nn", aggregate.position)})
+
+
+def _fold_sum(aggregate: Aggregate, name: str, group: _Group) -> _Folded:
+    """The hidden non-NULL count tells a sum of 0 from the NULL of a group without values."""
+    non_null = _plus_change(aggregate.nn, "nn", aggregate.position)
+    total = _plus_change(name, "sum", aggregate.position)
+    return _Folded(
+        {aggregate.nn: non_null, name: F.when(non_null > 0, total.cast(group.types[name]))}
+    )
+
+
+def _fold_avg(aggregate: Aggregate, name: str, group: _Group) -> _Folded:
+    """Averages do not add up, so the hidden sum and non-NULL count are folded and divided."""
+    non_null = _plus_change(aggregate.nn, "nn", aggregate.position)
+    total = _plus_change(aggregate.sum, "sum", aggregate.position).cast(group.types[aggregate.sum])
+    if isinstance(group.types[name], DecimalType):
+        average = (total / non_null.cast("decimal(20,0)")).cast(group.types[name])
+    else:
+        average = total.cast("double") / non_null.cast("double")
+    return _Folded(
+        {aggregate.nn: non_null, aggregate.sum: total, name: F.when(non_null > 0, average)}
+    )
+
+
+def _fold_recomputed(aggregate: Aggregate, name: str, group: _Group) -> _Folded:
+    """Distinct counts and floating-point sums cannot follow changes: the group is recomputed."""
+    columns = [name, *(hidden for hidden, _ in aggregate.hidden())]
+    return _Folded({column: F.lit(None) for column in columns}, F.lit(True))
+
+
+@dataclass(frozen=True)
+class _Extreme:
+    """MIN and MAX fold alike, told apart only by which way their values compare."""
+
+    pick: Callable[[SparkColumn], SparkColumn]  # over a group's rows: F.min or F.max
+    combine: Callable[..., SparkColumn]  # across columns: F.least or F.greatest
+    reaches: Callable[[SparkColumn, SparkColumn], SparkColumn]  # at or past: <= or >=
+
+    def measures(
+        self, aggregate: Aggregate, value: SparkColumn, multiplicity: SparkColumn
+    ) -> list[SparkColumn]:
+        """The extremes gained and lost: only a lost one can leave the old extreme unknown."""
+        gained = self.pick(F.when(multiplicity > 0, value))
+        lost = self.pick(F.when(multiplicity < 0, value))
+        return [
+            *_count_measures(aggregate, value, multiplicity),
+            gained.alias(_changed_name("in", aggregate.position)),
+            lost.alias(_changed_name("out", aggregate.position)),
+        ]
+
+    def fold(self, aggregate: Aggregate, name: str, group: _Group) -> _Folded:
+        """Losing the old extreme leaves the next one unknown, unless a gain reaches it again."""
+        gained = _changed("in", aggregate.position)
+        lost = _changed("out", aggregate.position)
+        recompute = (
+            lost.isNotNull()
+            & F.coalesce(self.reaches(lost, _old(name)), F.lit(True))
+            & ~F.coalesce(self.reaches(gained, _old(name)), F.lit(False))
+        )
+        return _Folded({name: self.combine(_old(name), gained)}, recompute)
+
+
+_Measures = Callable[[Aggregate, SparkColumn, SparkColumn], list[SparkColumn]]
+_Fold = Callable[[Aggregate, str, _Group], _Folded]
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """How one aggregate kind follows changes: what it measures of them, how it folds them in."""
+
+    measures: _Measures
+    fold: _Fold
+
+
+_MIN = _Extreme(F.min, F.least, operator.le)
+_MAX = _Extreme(F.max, F.greatest, operator.ge)
+_RULES: dict[str, _Rule] = {
+    COUNT_STAR: _Rule(_no_measures, _fold_count_star),
+    COUNT: _Rule(_count_measures, _fold_count),
+    COUNT_DISTINCT: _Rule(_count_measures, _fold_recomputed),
+    SUM: _Rule(_sum_measures, _fold_sum),
+    AVG: _Rule(_sum_measures, _fold_avg),
+    MIN: _Rule(_MIN.measures, _MIN.fold),
+    MAX: _Rule(_MAX.measures, _MAX.fold),
+}
+
+
+def _fold_for(aggregate: Aggregate, argument_types: dict[str, DataType]) -> _Fold:
+    """Floating-point sums drift as values come and go, so those groups are recomputed instead."""
+    if aggregate.kind in (SUM, AVG) and _floating(aggregate, argument_types):
+        return _fold_recomputed
+    return _RULES[aggregate.kind].fold

@@ -27,6 +27,19 @@ _NON_DETERMINISTIC = (
     exp.CurrentUser, exp.Shuffle,
 )  # fmt: skip
 _SUPPORTED_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
+# Clauses of a SELECT that are refreshed in full, with how the reason names them.
+_FULL_CLAUSES = (
+    ("distinct", "SELECT DISTINCT"),
+    ("limit", "LIMIT"),
+    ("offset", "OFFSET"),
+    ("order", "ORDER BY"),
+    ("having", "HAVING"),
+    ("qualify", "QUALIFY"),
+    ("laterals", "LATERAL VIEW"),
+    ("sort", "SORT BY"),
+    ("cluster", "CLUSTER BY"),
+    ("distribute", "DISTRIBUTE BY"),
+)
 
 
 @dataclass(frozen=True)
@@ -122,44 +135,78 @@ def _union_branches(query: exp.Expression, branches: list[exp.Select]) -> str | 
 
 def _select_problem(select: exp.Select) -> str | None:
     """Why a SELECT cannot be maintained from changes, or None."""
-    for key, label in (
-        ("distinct", "SELECT DISTINCT"),
-        ("limit", "LIMIT"),
-        ("offset", "OFFSET"),
-        ("order", "ORDER BY"),
-        ("having", "HAVING"),
-        ("qualify", "QUALIFY"),
-        ("laterals", "LATERAL VIEW"),
-        ("sort", "SORT BY"),
-        ("cluster", "CLUSTER BY"),
-        ("distribute", "DISTRIBUTE BY"),
-    ):
+    for check in _SELECT_CHECKS:
+        problem = check(select)
+        if problem:
+            return problem
+    return None
+
+
+def _clause_problem(select: exp.Select) -> str | None:
+    """These clauses keep or drop a row by looking at the others, which one row's change cannot."""
+    for key, label in _FULL_CLAUSES:
         if select.args.get(key):
             return f"{label} is refreshed in full"
-    if select.find(exp.Window):
-        return "window functions are refreshed in full"
+    return None
+
+
+def _window_problem(select: exp.Select) -> str | None:
+    """A window function's value depends on the other rows of its window, not on its row alone."""
+    return "window functions are refreshed in full" if select.find(exp.Window) else None
+
+
+def _non_deterministic_problem(select: exp.Select) -> str | None:
+    """Rows that read differently each time could never be taken back out of the result."""
     for node in select.walk():
-        name = node.name.lower() if isinstance(node, exp.Anonymous) else ""
-        if isinstance(node, _NON_DETERMINISTIC) or name in _NON_DETERMINISTIC_NAMES:
+        if isinstance(node, _NON_DETERMINISTIC) or (
+            isinstance(node, exp.Anonymous) and node.name.lower() in _NON_DETERMINISTIC_NAMES
+        ):
             return f"non-deterministic function {node.sql(dialect='spark')} is refreshed in full"
+    return None
+
+
+def _subquery_problem(select: exp.Select) -> str | None:
+    """Only the outer SELECT's sources are read from their change feeds."""
     if any(inner is not select for inner in select.find_all(exp.Select)):
         return "subqueries are refreshed in full"
+    return None
+
+
+def _from_problem(select: exp.Select) -> str | None:
+    """Only inner joins of plain tables have changes made of their sources' changes."""
     from_ = select.args.get("from_") or select.args.get("from")
     if from_ is None:
         return "a query without FROM is refreshed in full"
-    relations = [from_.this, *(join.this for join in select.args.get("joins") or [])]
-    for join in select.args.get("joins") or []:
+    joins = select.args.get("joins") or []
+    for join in joins:
         if join.side or join.kind not in ("", "INNER", "CROSS"):
             kind = " ".join(part for part in (join.side, join.kind) if part)
             return f"{kind} JOIN is refreshed in full (only inner joins are incremental)"
-    for relation in relations:
-        if not isinstance(relation, exp.Table) or not isinstance(relation.this, exp.Identifier):
-            return "a FROM item that is not a table is refreshed in full"
-        if relation.args.get("version") or relation.args.get("sample"):
-            return "time travel and TABLESAMPLE are refreshed in full"
-        if relation.args.get("pivots"):
-            return "PIVOT is refreshed in full"
+    for relation in [from_.this, *(join.this for join in joins)]:
+        problem = _relation_problem(relation)
+        if problem:
+            return problem
     return None
+
+
+def _relation_problem(relation: exp.Expression) -> str | None:
+    """A change feed belongs to one table, read whole at its latest version."""
+    if not isinstance(relation, exp.Table) or not isinstance(relation.this, exp.Identifier):
+        return "a FROM item that is not a table is refreshed in full"
+    if relation.args.get("version") or relation.args.get("sample"):
+        return "time travel and TABLESAMPLE are refreshed in full"
+    if relation.args.get("pivots"):
+        return "PIVOT is refreshed in full"
+    return None
+
+
+_SELECT_CHECKS: tuple[Callable[[exp.Select], str | None], ...] = (
+    _clause_problem,
+    _window_problem,
+    _non_deterministic_problem,
+    _subquery_problem,
+    _from_problem,
+)
 
 
 def _is_aggregate(select: exp.Select) -> bool:
@@ -169,44 +216,80 @@ def _is_aggregate(select: exp.Select) -> bool:
 
 
 def _aggregate_plan(select: exp.Select) -> Plan:
+    """A group is updated from its own changed rows only when its keys are all selected."""
     group = select.args.get("group")
-    if group is None or not group.expressions:
-        return _full("an aggregate without GROUP BY is refreshed in full")
-    if any(group.args.get(key) for key in ("rollup", "cube", "grouping_sets", "totals")):
-        return _full("ROLLUP, CUBE and GROUPING SETS are refreshed in full")
+    problem = _grouping_problem(group)
+    if problem:
+        return _full(problem)
     items = [item.unalias() for item in select.expressions]
-    aliases = {item.alias_or_name.lower(): i for i, item in enumerate(select.expressions)}
+    select_list = _select_list(items)
+    if isinstance(select_list, str):
+        return _full(select_list)
+    keys, aggregates = select_list
+    problem = _group_by_problem(select, group, items, keys)
+    if problem:
+        return _full(problem)
+    return Plan(AGGREGATE, None, (select,), tuple(keys), tuple(aggregates))
+
+
+def _grouping_problem(group: exp.Group | None) -> str | None:
+    """Every result row must be one group, so that a changed row touches its own group only."""
+    if group is None or not group.expressions:
+        return "an aggregate without GROUP BY is refreshed in full"
+    if any(group.args.get(key) for key in ("rollup", "cube", "grouping_sets", "totals")):
+        return "ROLLUP, CUBE and GROUPING SETS are refreshed in full"
+    return None
+
+
+def _select_list(
+    items: list[exp.Expression],
+) -> tuple[list[tuple[int, exp.Expression]], list[Aggregate]] | str:
+    """Keys and aggregates are maintained differently, so every item must be plainly one of them."""
     keys: list[tuple[int, exp.Expression]] = []
     aggregates: list[Aggregate] = []
     for position, item in enumerate(items):
         if isinstance(item, exp.AggFunc):
             aggregate = _aggregate(item, position)
             if isinstance(aggregate, str):
-                return _full(aggregate)
+                return aggregate
             aggregates.append(aggregate)
         elif item.find(exp.AggFunc) or isinstance(item, exp.Star):
-            return _full(f"the select item {item.sql(dialect='spark')} is refreshed in full")
+            return f"the select item {item.sql(dialect='spark')} is refreshed in full"
         else:
             keys.append((position, item))
+    return keys, aggregates
+
+
+def _group_by_problem(
+    select: exp.Select,
+    group: exp.Group,
+    items: list[exp.Expression],
+    keys: list[tuple[int, exp.Expression]],
+) -> str | None:
+    """The table's rows are matched to their groups by the selected keys, one per GROUP BY."""
     selected = {item.sql(dialect="spark") for _, item in keys}
+    aliases = {item.alias_or_name.lower() for item in select.expressions}
     for expression in group.expressions:
-        if isinstance(expression, exp.Literal) and expression.is_int:
-            index = int(expression.name) - 1
-            matched = 0 <= index < len(items) and not isinstance(items[index], exp.AggFunc)
-        elif isinstance(expression, exp.Column) and not expression.table:
-            matched = (
-                expression.sql(dialect="spark") in selected or expression.name.lower() in aliases
-            )
-        else:
-            matched = expression.sql(dialect="spark") in selected
-        if not matched:
-            return _full(
+        if not _is_selected(expression, items, selected, aliases):
+            return (
                 f"GROUP BY {expression.sql(dialect='spark')} is not in the select list, "
                 "so the table is refreshed in full"
             )
     if len(keys) != len(group.expressions):
-        return _full("every selected column must be a GROUP BY expression or an aggregate")
-    return Plan(AGGREGATE, None, (select,), tuple(keys), tuple(aggregates))
+        return "every selected column must be a GROUP BY expression or an aggregate"
+    return None
+
+
+def _is_selected(
+    expression: exp.Expression, items: list[exp.Expression], selected: set[str], aliases: set[str]
+) -> bool:
+    """GROUP BY may name a selected key by its ordinal, by its alias or by repeating it."""
+    if isinstance(expression, exp.Literal) and expression.is_int:
+        index = int(expression.name) - 1
+        return 0 <= index < len(items) and not isinstance(items[index], exp.AggFunc)
+    if isinstance(expression, exp.Column) and not expression.table:
+        return expression.sql(dialect="spark") in selected or expression.name.lower() in aliases
+    return expression.sql(dialect="spark") in selected
 
 
 def _aggregate(item: exp.AggFunc, position: int) -> Aggregate | str:

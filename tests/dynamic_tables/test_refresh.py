@@ -12,8 +12,10 @@ from pyspark.sql import SparkSession
 from lake_assets.core import failpoints
 from lake_assets.core.delta import history
 from lake_assets.core.errors import LakeError
+from lake_assets.core.states import RefreshTrigger
 from lake_assets.dynamic_tables import incremental
 from lake_assets.dynamic_tables import refresh as dynamic
+from lake_assets.dynamic_tables.engine import HISTORY_COLUMNS
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.session import LakeSession
 from lake_assets.tables.entry import TableEntry
@@ -84,7 +86,7 @@ def test_seed_flow_creates_fills_and_refreshes_incrementally(seeded: LakeSession
         ("Sports", 1, Decimal("1299.00"), "2026-06-01"),
     ]  # fmt: skip
     newest, no_data, creation = history_of(seeded, "sales_summary")
-    assert list(newest) == dynamic.HISTORY_COLUMNS
+    assert list(newest) == HISTORY_COLUMNS
     assert (newest["state"], newest["refresh_mode"], newest["refresh_trigger"]) == (
         "SUCCEED", "INCREMENTAL", "MANUAL",
     )  # fmt: skip
@@ -134,7 +136,7 @@ def test_hidden_state_columns_are_not_shown(seeded: LakeSession) -> None:
 
 def test_no_data_writes_nothing(spark: SparkSession, seeded: LakeSession) -> None:
     before = version(spark, seeded, "sales_summary")
-    outcome = dynamic.refresh(spark, seeded.catalog, "sales_summary", dynamic.SCHEDULED)
+    outcome = dynamic.refresh(spark, seeded.catalog, "sales_summary", RefreshTrigger.SCHEDULED)
     assert (outcome.state, outcome.mode, outcome.version) == ("SUCCEED", "NO_DATA", None)
     assert outcome.source_versions == {"sales_ods": 2}
     assert version(spark, seeded, "sales_summary") == before
@@ -301,12 +303,12 @@ def test_suspend_skips_automatic_refreshes_and_resume_restores_them(
     assert message.message == "dynamic table sales_summary is SUSPENDED"
     assert rows(seeded, "SHOW DYNAMIC TABLES")[0][1] == "SUSPENDED"
     seeded.sql("DELETE FROM sales_ods WHERE id = 5")
-    outcome = dynamic.refresh(spark, seeded.catalog, "sales_summary", dynamic.UPSTREAM)
+    outcome = dynamic.refresh(spark, seeded.catalog, "sales_summary", RefreshTrigger.UPSTREAM)
     assert (outcome.state, outcome.reason) == ("SKIPPED", "the dynamic table is suspended")
     assert history_of(seeded, "sales_summary")[0]["state"] == "SKIPPED"
     assert rows(seeded, "SELECT COUNT(*) FROM sales_summary") == [(3,)]
     seeded.sql("ALTER DYNAMIC TABLE sales_summary RESUME")
-    outcome = dynamic.refresh(spark, seeded.catalog, "sales_summary", dynamic.SCHEDULED)
+    outcome = dynamic.refresh(spark, seeded.catalog, "sales_summary", RefreshTrigger.SCHEDULED)
     assert (outcome.state, outcome.mode) == ("SUCCEED", "INCREMENTAL")
     assert rows(seeded, "SELECT COUNT(*) FROM sales_summary") == [(2,)]
 
@@ -375,7 +377,7 @@ def test_a_crash_before_the_commit_leaves_nothing(
 
 
 def test_refresh_history_index_is_plain_sqlite(seeded: LakeSession) -> None:
-    with sqlite3.connect(seeded.catalog.path) as conn:
+    with sqlite3.connect(seeded.settings.catalog_path) as conn:
         (count,) = conn.execute(
             "SELECT COUNT(*) FROM refresh_history WHERE name = 'sales_summary'"
         ).fetchone()
