@@ -11,11 +11,13 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from lake_assets.core import names
+
 PROJECTION, AGGREGATE = "PROJECTION", "AGGREGATE"
 COUNT_STAR, COUNT, COUNT_DISTINCT, SUM, AVG, MIN, MAX = (
     "COUNT(*)", "COUNT", "COUNT(DISTINCT)", "SUM", "AVG", "MIN", "MAX",
 )  # fmt: skip
-ROWS = "__lake_rows"
+ROWS = names.hidden("rows")
 
 _NON_DETERMINISTIC_NAMES = {
     "rand", "random", "randn", "uuid", "now", "current_timestamp", "current_date",
@@ -53,12 +55,12 @@ class Aggregate:
     @property
     def nn(self) -> str:
         """Hidden column: how many non-NULL arguments the group has (SUM and AVG need it)."""
-        return f"__lake_nn_{self.position}"
+        return names.hidden(f"nn_{self.position}")
 
     @property
     def sum(self) -> str:
         """Hidden column: the group's SUM of the argument (AVG needs it)."""
-        return f"__lake_sum_{self.position}"
+        return names.hidden(f"sum_{self.position}")
 
     def hidden(self) -> list[tuple[str, exp.Expression]]:
         """Hidden state columns with the aggregate that computes each in a full refresh."""
@@ -340,11 +342,11 @@ def with_hidden(plan: Plan, query: exp.Expression) -> exp.Expression:
 
 
 def key_column(position: int) -> str:
-    return f"__lake_k_{position}"
+    return names.hidden(f"k_{position}")
 
 
 def argument_column(position: int) -> str:
-    return f"__lake_a_{position}"
+    return names.hidden(f"a_{position}")
 
 
 def pre_aggregation(plan: Plan) -> exp.Select:
@@ -364,12 +366,14 @@ def pre_aggregation(plan: Plan) -> exp.Select:
 def restricted(plan: Plan, query: exp.Expression, keys_view: str) -> exp.Expression:
     """The (hidden-column) aggregate limited to the groups listed in `keys_view`."""
     select = query.copy()
+    alias = names.hidden("r")
     matches = [
-        exp.NullSafeEQ(this=exp.column(key_column(p), table="__lake_r"), expression=key.copy())
+        exp.NullSafeEQ(this=exp.column(key_column(p), table=alias), expression=key.copy())
         for p, key in plan.keys
     ]
-    inner = exp.select("1").from_(exp.to_table(keys_view).as_("__lake_r")).where(exp.and_(*matches))
+    keys = exp.to_table(keys_view).as_(alias)
+    inner = exp.select("1").from_(keys).where(exp.and_(*matches))
     # The groups to recompute are few: broadcast them rather than shuffle the sources.
-    broadcast = exp.Anonymous(this="BROADCAST", expressions=[exp.to_identifier("__lake_r")])
+    broadcast = exp.Anonymous(this="BROADCAST", expressions=[exp.to_identifier(alias)])
     inner.set("hint", exp.Hint(expressions=[broadcast]))
     return select.where(exp.Exists(this=inner), copy=False)

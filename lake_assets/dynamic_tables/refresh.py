@@ -35,10 +35,10 @@ from lake_assets.core.errors import LakeError
 from lake_assets.core.spark_errors import translate_spark_error
 from lake_assets.core.states import RefreshMode, RefreshState, RefreshTrigger
 from lake_assets.dynamic_tables import pruning
+from lake_assets.dynamic_tables.aggregate import aggregate_merge
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.incremental import (
     SourceRead,
-    aggregate_merge,
     full_result,
     gained_rows,
     projection_merge,

@@ -13,7 +13,7 @@ from lake_assets.core import failpoints
 from lake_assets.core.delta import history
 from lake_assets.core.errors import LakeError
 from lake_assets.core.states import RefreshTrigger
-from lake_assets.dynamic_tables import incremental
+from lake_assets.dynamic_tables import aggregate
 from lake_assets.dynamic_tables import refresh as dynamic
 from lake_assets.dynamic_tables.engine import HISTORY_COLUMNS
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
@@ -121,7 +121,7 @@ def test_an_extreme_overtaken_by_a_gained_value_is_folded_not_recomputed(
         ("Sports", "2026-06-01", "2026-06-03"),
     ]  # fmt: skip
     # Sports lost its MIN (ids 3 and 4 held it) and gained no lower value: only it is rescanned.
-    recomputed = spark.table(incremental.RECOMPUTE_KEYS).collect()
+    recomputed = spark.table(aggregate.RECOMPUTE_KEYS).collect()
     assert [tuple(row) for row in recomputed] == [("Sports",)]
 
 
