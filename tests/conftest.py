@@ -21,7 +21,7 @@ s3_endpoint = s3_endpoint_fixture(scope="session")
 
 # Property tests: a few examples while developing, more in CI (CI=true), or as HYPOTHESIS_PROFILE.
 settings.register_profile("dev", max_examples=3)
-settings.register_profile("ci", max_examples=12)
+settings.register_profile("ci", max_examples=8)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
