@@ -29,8 +29,9 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# Dagster UI and daemon on http://localhost:3000; runs use a warm Spark Connect server
-# (scripts/dev.py starts both, Ctrl-C stops both).
+# Dagster UI and daemon on http://localhost:3000; runs use a warm Spark Connect server, and
+# `lake code-server` serves the definitions anew when the catalog changes (scripts/dev.py starts
+# all three, Ctrl-C stops them).
 dev: jars
 	$(BIN)/python scripts/dev.py
 

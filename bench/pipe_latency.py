@@ -3,7 +3,7 @@
     .venv/bin/python bench/pipe_latency.py [--files 24] [--interval 5] [--no-connect]
 
 Starts a Spark Connect server (unless --no-connect: then every run starts its own JVM) and
-`dagster-daemon run` on this repo's workspace.yaml, in a temporary DAGSTER_HOME (a copy of
+`lake code-server` and `dagster-daemon run` on its workspace, in a temporary DAGSTER_HOME (a copy of
 dagster_home/dagster.yaml) and LAKE_HOME. Creates a table, a volume and a LIST_PURGE pipe first
 (the code location reads them when the daemon loads it), loads one warm-up file, then writes one
 small CSV file every --interval seconds (±20 %). A file's latency ends when the Delta commit that
@@ -115,11 +115,10 @@ def breakdown(instance: DagsterInstance, samples: list[Sample]) -> None:
     run set-up (→ STEP_START), load (→ commit)."""
     runs = []
     for record in instance.get_run_records(RunsFilter(job_name="ingest_bench_t_job")):
-        events = {
-            entry.dagster_event.event_type: entry.timestamp
-            for entry in instance.all_logs(record.dagster_run.run_id)
-            if entry.dagster_event is not None
-        }
+        events: dict[DagsterEventType, float] = {}
+        for entry in instance.all_logs(record.dagster_run.run_id):
+            if entry.dagster_event is not None:  # the first of each kind: the load step's start
+                events.setdefault(entry.dagster_event.event_type, entry.timestamp)
         runs.append(
             (
                 record.create_timestamp.timestamp(),
@@ -199,7 +198,8 @@ def main() -> int:
         watcher = CommitWatcher(lake.catalog.get(TableEntry, "bench_t").location)
 
         with (root / "daemon.log").open("wb") as log:
-            processes.append(spawn_daemon(env, log))
+            daemon = spawn_daemon(env, log)
+        processes += [daemon.code_server, daemon.process]  # stopped in reverse: the daemon first
         warm = Sample("warm-up", write_file(incoming, 0, args.rows).as_uri(), time.time())
         wait_for(watcher, [warm], time.time() + 600)
         if warm.committed is None:

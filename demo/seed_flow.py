@@ -129,9 +129,9 @@ def main() -> None:
         print(f"files left in pipe_vol after PURGE: {remaining or 'none'}")
     finally:
         spark.teardown_after_execution(None)  # release the Connect session while the server is up
-        for process in (daemon, server):
-            if process is not None:
-                stop(process)
+        if daemon is not None:
+            daemon.stop()
+        stop(server)
 
 
 if __name__ == "__main__":

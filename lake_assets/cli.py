@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
 from lake_assets.changes import dagster_reporter
+from lake_assets.code_server import serve as serve_code
+from lake_assets.code_server import workspace_file
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
@@ -44,6 +47,16 @@ def _parser() -> argparse.ArgumentParser:
         "--port", type=int, help="port to listen on (default: LAKE_SPARK_REMOTE's, else 15002)"
     )
     server.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
+    code = commands.add_parser(
+        "code-server",
+        help="serve the Dagster code location and serve it anew when the catalog changes",
+    )
+    code.add_argument(
+        "--workspace",
+        type=Path,
+        help="the workspace file to write for Dagster (default: $DAGSTER_HOME/workspace.yaml)",
+    )
+    code.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
     return parser
 
 
@@ -107,6 +120,13 @@ def run_spark_server(args: argparse.Namespace) -> int:
         return _fail(str(error), args.debug)
 
 
+def run_code_server(args: argparse.Namespace) -> int:
+    try:
+        return serve_code(LakeSettings.from_env(), args.workspace or workspace_file(os.environ))
+    except LakeError as error:
+        return _fail(str(error), args.debug)
+
+
 def _fail(message: str, debug: bool) -> int:
     if debug:
         traceback.print_exc()
@@ -117,7 +137,12 @@ def _fail(message: str, debug: bool) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        commands = {"setup": run_setup, "spark-server": run_spark_server, "sql": run_sql}
+        commands = {
+            "code-server": run_code_server,
+            "setup": run_setup,
+            "spark-server": run_spark_server,
+            "sql": run_sql,
+        }
         return commands[args.command](args)
     except KeyboardInterrupt:
         return 130

@@ -67,7 +67,7 @@ def server_command(settings: LakeSettings, port: int) -> list[str]:
     return command
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """The JVM gets SIGTERM when this process dies without stopping it (Linux): no orphan JVM."""
     if sys.platform == "linux":
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -119,7 +119,7 @@ def serve(settings: LakeSettings, port: int) -> int:
             stderr=subprocess.STDOUT,
             env={**os.environ, "SPARK_HOME": str(Path(pyspark.__file__).parent)},
             start_new_session=True,  # a terminal's Ctrl-C reaches us; we stop the JVM once
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
     try:
         wait_until_listening(process, port, str(console))

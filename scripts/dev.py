@@ -1,6 +1,8 @@
-"""`make dev`: a warm Spark Connect server, then `dagster dev` whose runs use it; Ctrl-C stops both.
+"""`make dev`: a warm Spark Connect server, `lake code-server` (the code location, served anew when
+the catalog changes), then `dagster dev` on its workspace, whose runs use the Spark server; Ctrl-C
+stops all three.
 
-LAKE_SPARK_REMOTE (default sc://127.0.0.1:15002) says where the server listens."""
+LAKE_SPARK_REMOTE (default sc://127.0.0.1:15002) says where the Spark server listens."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import sys
 from pathlib import Path
 from types import FrameType
 
+from lake_assets.code_server import spawn_code_server
 from lake_assets.core.errors import LakeError
 from resources.spark import DEFAULT_CONNECT_PORT, remote_address
 from resources.spark_server import LOOPBACK, spawn_server, stop
@@ -26,11 +29,12 @@ def main() -> int:
     url = os.environ.get("LAKE_SPARK_REMOTE") or f"sc://{LOOPBACK}:{DEFAULT_CONNECT_PORT}"
     env = {**os.environ, "LAKE_SPARK_REMOTE": url}
     signal.signal(signal.SIGTERM, _interrupt)
-    server = dagster = None
+    server = code_server = dagster = None
     try:
         server = spawn_server(remote_address(url)[1], env)
+        code_server, workspace = spawn_code_server(env)
         dagster = subprocess.Popen(
-            [str(Path(sys.executable).with_name("dagster")), "dev", "-w", "workspace.yaml",
+            [str(Path(sys.executable).with_name("dagster")), "dev", "-w", str(workspace),
              "-h", "127.0.0.1", "-p", "3000"],
             cwd=ROOT,
             env=env,
@@ -42,7 +46,7 @@ def main() -> int:
     except KeyboardInterrupt:
         return 0
     finally:
-        for process in (dagster, server):
+        for process in (dagster, code_server, server):
             if process is not None:
                 stop(process)
 

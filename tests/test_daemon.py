@@ -1,35 +1,117 @@
 """End to end through the real Dagster daemon and a Spark Connect server, as `make dev` runs them:
-a file lands, the pipe's sensor loads it, the automation sensor refreshes the dynamic table."""
+a file lands, the pipe's sensor loads it, the automation sensor refreshes the dynamic table; and
+objects created or dropped while the daemon runs take effect with no reload."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
+import pytest
+from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
+
+from lake_assets.core.catalog import Catalog
 from lake_assets.daemon import ROOT, spawn_daemon
+from lake_assets.dynamic_tables.defs import AUTOMATION_SENSOR
 from lake_assets.session import LakeSession
 from resources.spark_server import free_port, server_url, spawn_server, stop
-from tests.ingest_helpers import local_volume, put, rows
+from tests.ingest_helpers import files, local_volume, put, rows
+from tests.pipes.test_defs import stale
 
 # Generous: the run processes share two cores with the rest of the suite.
 PATIENCE_SECONDS = 600
+# The daemon looks at each sensor every ~5 s: a sensor this long without a tick is gone.
+QUIET_SECONDS = 25
+UNFINISHED = RunsFilter(
+    statuses=[
+        DagsterRunStatus.QUEUED,
+        DagsterRunStatus.NOT_STARTED,
+        DagsterRunStatus.STARTING,
+        DagsterRunStatus.STARTED,
+        DagsterRunStatus.CANCELING,
+    ]
+)
 
 
-def wait_until(what: str, done: Callable[[], bool], log: Path) -> None:
-    deadline = time.monotonic() + PATIENCE_SECONDS
-    while not done():
-        assert time.monotonic() < deadline, (
-            f"{what} did not happen; daemon log:\n" + log.read_text()
-        )
-        time.sleep(1)
+@dataclass
+class Running:
+    """A daemon and its code server on one test's LAKE_HOME, and where they log."""
+
+    dagster_home: Path
+    logs: list[Path]
+
+    def wait_until(self, what: str, done: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + PATIENCE_SECONDS
+        while not done():
+            assert time.monotonic() < deadline, f"{what} did not happen; logs:\n" + "\n".join(
+                f"--- {log}\n{log.read_text()}" for log in self.logs if log.exists()
+            )
+            time.sleep(1)
+
+
+@pytest.fixture(scope="module")
+def spark_remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One Spark Connect server for the module's daemons (runs name their Delta tables by path)."""
+    home = tmp_path_factory.mktemp("connect")
+    port = free_port()
+    with (home / "server.log").open("wb") as log:
+        server = spawn_server(port, {**os.environ, "LAKE_HOME": str(home)}, log)
+    yield server_url(port)
+    stop(server)
+
+
+@contextmanager
+def running_daemon(lake: LakeSession, tmp_path: Path, spark_remote: str) -> Iterator[Running]:
+    dagster_home = tmp_path / "dagster_home"
+    dagster_home.mkdir()
+    shutil.copy(ROOT / "dagster_home" / "dagster.yaml", dagster_home)
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(dagster_home),
+        "LAKE_HOME": str(lake.settings.lake_home),
+        "LAKE_SPARK_REMOTE": spark_remote,
+    }
+    log = tmp_path / "daemon.log"
+    with log.open("wb") as output:
+        daemon = spawn_daemon(env, output)
+    try:
+        yield Running(dagster_home, [log, lake.settings.log_dir / "code-server.log"])
+    finally:
+        daemon.stop()
+
+
+def tick_times(instance: DagsterInstance, sensor: str) -> list[float]:
+    """When the daemon evaluated a sensor, as the instance recorded it."""
+    return [
+        tick.timestamp
+        for state in instance.all_instigator_state()
+        if state.instigator_name == sensor
+        for tick in instance.get_ticks(state.instigator_origin_id, state.selector_id)
+    ]
+
+
+def loaded(catalog: Catalog, table: str, name: str) -> bool:
+    return any(
+        r.status == "LOADED" and r.file_path.endswith(f"/{name}")
+        for r in catalog.load_history(table)
+    )
+
+
+def refreshed_upstream(catalog: Catalog, name: str) -> bool:
+    return any(
+        r.refresh_trigger == "UPSTREAM" and r.refresh_mode == "INCREMENTAL"
+        for r in catalog.refresh_history(name)
+    )
 
 
 def test_a_landed_file_is_loaded_and_its_summary_refreshed_without_a_manual_step(
-    lake: LakeSession, tmp_path: Path
+    lake: LakeSession, tmp_path: Path, spark_remote: str
 ) -> None:
     volume = local_volume(lake, tmp_path / "incoming")
     lake.sql(
@@ -38,42 +120,65 @@ def test_a_landed_file_is_loaded_and_its_summary_refreshed_without_a_manual_step
         "CREATE DYNAMIC TABLE summary AS "
         "SELECT category, COUNT(*) AS orders, SUM(amount) AS total FROM ods GROUP BY category"
     )
-    dagster_home = tmp_path / "dagster_home"
-    dagster_home.mkdir()
-    shutil.copy(ROOT / "dagster_home" / "dagster.yaml", dagster_home)
-    env = {
-        **os.environ,
-        "DAGSTER_HOME": str(dagster_home),
-        "LAKE_HOME": str(lake.settings.lake_home),
-    }
-    port = free_port()
-    log = tmp_path / "daemon.log"
-    with (tmp_path / "server.log").open("wb") as server_log:
-        server = spawn_server(port, env, server_log)
-    env["LAKE_SPARK_REMOTE"] = server_url(port)
-    with log.open("wb") as output:
-        daemon = spawn_daemon(env, output)
-    try:
+    catalog = lake.catalog
+    with running_daemon(lake, tmp_path, spark_remote) as running:
         put(volume, "day1.csv", "1,Electronics,10.00\n2,Sports,5.50\n3,Sports,1.25\n")
-        catalog = lake.catalog
-        wait_until(
-            "the pipe's load",
-            lambda: any(r.status == "LOADED" for r in catalog.load_history("ods")),
-            log,
-        )
-        wait_until(
-            "the upstream refresh",
-            lambda: any(
-                r.refresh_trigger == "UPSTREAM" and r.refresh_mode == "INCREMENTAL"
-                for r in catalog.refresh_history("summary")
-            ),
-            log,
-        )
-    finally:
-        stop(daemon)
-        stop(server)
+        running.wait_until("the pipe's load", lambda: loaded(catalog, "ods", "day1.csv"))
+        running.wait_until("the upstream refresh", lambda: refreshed_upstream(catalog, "summary"))
     assert rows(lake, "SELECT category, orders, total FROM summary ORDER BY category") == [
         ("Electronics", 1, Decimal("10.00")),
         ("Sports", 2, Decimal("6.75")),
     ]
     assert list(volume.iterdir()) == []  # purged after the commit
+
+
+def test_objects_created_and_dropped_while_the_daemon_runs_take_effect_without_a_reload(
+    lake: LakeSession, tmp_path: Path, spark_remote: str
+) -> None:
+    catalog = lake.catalog
+    with (
+        running_daemon(lake, tmp_path, spark_remote) as running,  # the catalog is empty
+        DagsterInstance.from_config(str(running.dagster_home)) as instance,
+    ):
+        volume = local_volume(lake, tmp_path / "incoming")
+        lake.sql("CREATE TABLE ods (id BIGINT, category STRING, amount DECIMAL(10,2))")
+        created = time.time()
+        lake.sql(
+            "CREATE PIPE p POLL_INTERVAL = 2 AS COPY INTO ods FROM VOLUME v USING CSV PURGE = TRUE"
+        )
+        running.wait_until("the new pipe's first tick", lambda: tick_times(instance, "p"))
+        first = min(tick_times(instance, "p"))
+        print(f"CREATE PIPE → its sensor's first tick: {first - created:.1f} s")
+        landed = time.time()
+        put(volume, "day1.csv", "1,Electronics,10.00\n2,Sports,5.50\n3,Sports,1.25\n")
+        running.wait_until("the new pipe's load", lambda: loaded(catalog, "ods", "day1.csv"))
+        print(f"file landed → loaded by the new pipe: {time.time() - landed:.1f} s")
+        running.wait_until("the load run's end", lambda: not instance.get_runs(UNFINISHED))
+        assert not stale(instance, "ods", "v")  # loaded and purged: nothing left to load
+
+        lake.sql(
+            "CREATE DYNAMIC TABLE summary AS "
+            "SELECT category, COUNT(*) AS orders, SUM(amount) AS total FROM ods GROUP BY category"
+        )
+        created = time.time()
+        running.wait_until(
+            "the automation sensor's first tick", lambda: tick_times(instance, AUTOMATION_SENSOR)
+        )
+        first = min(tick_times(instance, AUTOMATION_SENSOR))
+        print(f"CREATE DYNAMIC TABLE → the automation sensor's first tick: {first - created:.1f} s")
+        put(volume, "day2.csv", "4,Sports,2.00\n")
+        running.wait_until("the upstream refresh", lambda: refreshed_upstream(catalog, "summary"))
+
+        lake.sql("DROP PIPE p")
+        dropped = time.time()
+        put(volume, "day3.csv", "5,Sports,3.00\n")
+        running.wait_until(
+            "the dropped pipe's sensor to stop ticking",
+            lambda: time.time() - max(dropped, *tick_times(instance, "p")) > QUIET_SECONDS,
+        )
+    assert files(volume) == ["day3.csv"]
+    assert not loaded(catalog, "ods", "day3.csv")
+    assert rows(lake, "SELECT category, orders, total FROM summary ORDER BY category") == [
+        ("Electronics", 1, Decimal("10.00")),
+        ("Sports", 3, Decimal("8.75")),
+    ]

@@ -3,19 +3,28 @@
 No `from __future__ import annotations` here: Dagster reads the op's config class at runtime."""
 
 from collections import defaultdict
+from collections.abc import Iterator
 from typing import Any
 
 from dagster import (
     AssetCheckResult,
     AssetCheckSpec,
+    AssetIn,
+    AssetOut,
     AssetsDefinition,
-    AssetSpec,
     Config,
     Definitions,
+    In,
     MaterializeResult,
     MetadataValue,
+    Nothing,
+    OpDefinition,
+    OpExecutionContext,
+    Out,
+    config_mapping,
     define_asset_job,
-    multi_asset,
+    graph_multi_asset,
+    op,
 )
 
 from lake_assets.core.catalog import Catalog
@@ -24,10 +33,11 @@ from lake_assets.core.settings import LakeSettings
 from lake_assets.core.states import IngestMode, LoadStatus
 from lake_assets.pipes.engine import ingest, pipe_copy
 from lake_assets.pipes.entry import PipeEntry
+from lake_assets.pipes.loading import LoadOutcome
 from lake_assets.pipes.sensors import event_pipe_sensor, pipe_sensor
 from lake_assets.tables.defs import TABLES_GROUP, table_metadata
 from lake_assets.tables.entry import TableEntry
-from lake_assets.volumes.defs import volume_key
+from lake_assets.volumes.defs import volume_files, volume_key, volume_observation
 from lake_assets.volumes.entry import VolumeEntry
 from resources.catalog import CatalogResource
 from resources.spark import DeltaSparkResource
@@ -43,28 +53,26 @@ class IngestConfig(Config):
     files: list[str] | None = None  # the pipe's volume paths to load (default: list the volume)
 
 
-def ingestion_asset(table: TableEntry, pipes: list[PipeEntry]) -> AssetsDefinition:
-    """The table, materialized by loading its running pipes' pending files (a commit per pipe)."""
+@config_mapping
+def _load_config(config: IngestConfig) -> dict[str, Any]:
+    """The run config stays `ops.ingest_<table>.config`; it is the load step's."""
+    return {"load": {"config": config.model_dump()}}
 
-    @multi_asset(
-        name=f"ingest_{table.name}",
-        specs=[
-            AssetSpec(
-                key=table.name,
-                description=table.comment,
-                group_name=TABLES_GROUP,
-                kinds={"delta", "spark"},
-                metadata=table_metadata(table),
-                deps=[volume_key(pipe.volume) for pipe in pipes],
-            )
-        ],
-        check_specs=[
-            AssetCheckSpec(FILES_CHECK, asset=table.name, description="no file failed to load")
-        ],
-    )
-    def ingest_table(
-        config: IngestConfig, spark: DeltaSparkResource, catalog: CatalogResource
-    ) -> MaterializeResult:
+
+def _volume_input(volume: str) -> str:
+    return f"volume_{volume}"
+
+
+def load_op(table: TableEntry, pipes: list[PipeEntry]) -> OpDefinition:
+    """Loads the running pipes' pending files (a commit per pipe), then observes their volumes."""
+
+    @op(name="load", ins={_volume_input(pipe.volume): In(Nothing) for pipe in pipes})
+    def load(
+        context: OpExecutionContext,
+        config: IngestConfig,
+        spark: DeltaSparkResource,
+        catalog: CatalogResource,
+    ) -> list[LoadOutcome]:
         lake = catalog.catalog
         named = [pipe for pipe in pipes if pipe.name == config.pipe]
         if config.pipe is not None and not named:
@@ -88,9 +96,27 @@ def ingestion_asset(table: TableEntry, pipes: list[PipeEntry]) -> AssetsDefiniti
             )
             for pipe in running
         ]
+        # What the volumes hold now, loaded files purged: the table's materialization (the next
+        # step) reads these data versions, so the table is stale only once a volume changes again.
+        for pipe in running:
+            volume = lake.get(VolumeEntry, pipe.volume)
+            context.log_event(
+                volume_observation(volume, volume_files(lake, catalog.settings, volume))
+            )
+        return outcomes
+
+    return load
+
+
+def report_op(table: TableEntry, check: AssetCheckSpec) -> OpDefinition:
+    """Materializes the table with what the loads did, and checks that no file failed."""
+
+    @op(name="report", out={table.name: Out(), check.get_python_identifier(): Out()})
+    def report(outcomes: list[LoadOutcome], catalog: CatalogResource) -> Iterator[Any]:
         failed = [r for o in outcomes for r in o.records if r.status == LoadStatus.LOAD_FAILED]
-        current = lake.get(TableEntry, table.name)
-        return MaterializeResult(
+        current = catalog.catalog.get(TableEntry, table.name)
+        yield MaterializeResult(
+            asset_key=table.name,
             metadata={
                 "rows_loaded": sum(o.rows for o in outcomes),
                 "files_loaded": sum(o.count(LoadStatus.LOADED) for o in outcomes),
@@ -99,19 +125,50 @@ def ingestion_asset(table: TableEntry, pipes: list[PipeEntry]) -> AssetsDefiniti
                 "dagster/row_count": MetadataValue.int(current.row_count or 0),
                 "lake/version": MetadataValue.int(current.version or 0),
             },
-            check_results=[
-                AssetCheckResult(
-                    check_name=FILES_CHECK,
-                    passed=not failed,
-                    metadata={
-                        "failed_files": MetadataValue.md(
-                            "\n".join(f"- `{r.file_path}`: {r.first_error_message}" for r in failed)
-                            or "none"
-                        )
-                    },
-                )
-            ],
         )
+        yield AssetCheckResult(
+            asset_key=table.name,
+            check_name=FILES_CHECK,
+            passed=not failed,
+            metadata={
+                "failed_files": MetadataValue.md(
+                    "\n".join(f"- `{r.file_path}`: {r.first_error_message}" for r in failed)
+                    or "none"
+                )
+            },
+        )
+
+    return report
+
+
+def ingestion_asset(table: TableEntry, pipes: list[PipeEntry]) -> AssetsDefinition:
+    """The table, materialized by loading its running pipes' pending files. Two steps: Dagster
+    reads the volumes' data versions when the materializing step starts, so that step comes after
+    the load has observed them."""
+    check = AssetCheckSpec(FILES_CHECK, asset=table.name, description="no file failed to load")
+    load, report = load_op(table, pipes), report_op(table, check)
+
+    @graph_multi_asset(
+        name=f"ingest_{table.name}",
+        outs={
+            table.name: AssetOut(
+                key=table.name,
+                description=table.comment,
+                group_name=TABLES_GROUP,
+                kinds={"delta", "spark"},
+                metadata=table_metadata(table),
+            )
+        },
+        ins={
+            _volume_input(pipe.volume): AssetIn(key=volume_key(pipe.volume), dagster_type=Nothing)
+            for pipe in pipes
+        },
+        check_specs=[check],
+        config=_load_config,
+    )
+    def ingest_table(**volumes: Any) -> dict[str, Any]:
+        materialized, checked = report(load(**volumes))
+        return {table.name: materialized, check.get_python_identifier(): checked}
 
     return ingest_table
 

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from dagster import (
+    AssetKey,
     AssetObservation,
     DagsterInstance,
     DagsterRunStatus,
@@ -28,7 +29,8 @@ from lake_assets.core.settings import LakeSettings
 from lake_assets.pipes.engine import pending_for, volume_listing
 from lake_assets.pipes.entry import PipeEntry
 from lake_assets.pipes.notifications import look
-from lake_assets.volumes.defs import listing_digest, listing_metadata, volume_key
+from lake_assets.volumes.defs import read_under_way, volume_observation
+from lake_assets.volumes.entry import VolumeEntry
 from resources.storage import FileInfo
 
 BATCH_TAG = "lake/batch"
@@ -56,12 +58,14 @@ def running_pipe(settings: LakeSettings, name: str) -> tuple[Catalog, PipeEntry]
     return catalog, current
 
 
-def volume_observation(volume: str, listing: list[FileInfo]) -> AssetObservation:
-    return AssetObservation(
-        asset_key=volume_key(volume),
-        metadata=listing_metadata(listing),
-        tags={"dagster/data_version": listing_digest(listing)},
-    )
+def observed(
+    instance: DagsterInstance, catalog: Catalog, pipe: PipeEntry, listing: list[FileInfo] | None
+) -> list[AssetObservation]:
+    """The volume's observation from this tick's listing, unless there was none or a run of the
+    table is under way (it observes the volume itself once it has loaded)."""
+    if listing is None or read_under_way(instance, [AssetKey(pipe.table)]):
+        return []
+    return [volume_observation(catalog.get(VolumeEntry, pipe.volume), listing)]
 
 
 def batch_key(pipe: str, files: list[FileInfo]) -> str:
@@ -109,24 +113,24 @@ def pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> SensorDefi
             return state
         catalog, current = state
         listing = volume_listing(catalog, settings, current)
-        observation = volume_observation(current.volume, listing)
+        observations = observed(context.instance, catalog, current, listing)
         pending = pending_for(catalog, settings, current, listing)
         if not pending:
-            return SensorResult(skip_reason="no new files", asset_events=[observation])
+            return SensorResult(skip_reason="no new files", asset_events=observations)
         waiting = RunsFilter(job_name=job.name, statuses=_NOT_YET_LISTED)
         if context.instance.get_runs(waiting, limit=1):
             # Another run would queue behind it (one run per table) and find nothing to load.
             return SensorResult(
                 skip_reason=f"{len(pending)} new files; the queued run of {job.name} loads them",
-                asset_events=[observation],
+                asset_events=observations,
             )
         request = batch_request(context.instance, pipe.name, pending)
         if request is None:
             return SensorResult(
                 skip_reason=retry_wait(len(pending)),
-                asset_events=[observation],
+                asset_events=observations,
             )
-        return SensorResult(run_requests=[request], asset_events=[observation])
+        return SensorResult(run_requests=[request], asset_events=observations)
 
     return watch
 
@@ -161,19 +165,19 @@ def event_pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> Sens
                 f"object events, e.g. {seen.ignored[0]}"
             )
         cursor = json.dumps({"listed_at": now if backfill else listed_at})
-        observed = (
-            [] if seen.listing is None else [volume_observation(current.volume, seen.listing)]
-        )
+        observations = observed(context.instance, catalog, current, seen.listing)
         if not seen.pending:
-            return SensorResult(skip_reason="no new files", cursor=cursor, asset_events=observed)
+            return SensorResult(
+                skip_reason="no new files", cursor=cursor, asset_events=observations
+            )
         paths = [info.relative_path for info in seen.pending]
         config = ingest_run_config(current.table, pipe.name, paths)
         request = batch_request(context.instance, pipe.name, seen.pending, config)
         if request is None:
             # The events are consumed: the next listing (BACKFILL_INTERVAL) finds these files.
             return SensorResult(
-                skip_reason=retry_wait(len(paths)), cursor=cursor, asset_events=observed
+                skip_reason=retry_wait(len(paths)), cursor=cursor, asset_events=observations
             )
-        return SensorResult(run_requests=[request], cursor=cursor, asset_events=observed)
+        return SensorResult(run_requests=[request], cursor=cursor, asset_events=observations)
 
     return watch

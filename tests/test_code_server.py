@@ -1,0 +1,117 @@
+"""`lake code-server`: a fingerprint of the catalog's object definitions only, and generations of
+the code location served through one symlink; one that fails to load leaves the last one serving."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from lake_assets.code_server import LINK, catalog_fingerprint, spawn_code_server
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.entries import Column, LoadRecord, now_utc
+from lake_assets.core.settings import LakeSettings
+from lake_assets.daemon import ROOT
+from lake_assets.session import LakeSession
+from lake_assets.tables.entry import TableEntry
+from lake_assets.volumes.entry import VolumeEntry
+from resources.spark_server import stop
+from tests.pipes.test_defs import no_spark
+
+PATIENCE_SECONDS = 300
+
+
+@pytest.fixture
+def lake(tmp_path: Path) -> LakeSession:
+    """Connection c, volume v and table t as catalog entries: no JVM."""
+    settings = LakeSettings(lake_home=tmp_path / "lake")
+    session = LakeSession(Catalog(settings.catalog_path), settings, no_spark)
+    session.sql("CREATE STORAGE CONNECTION c TYPE LOCAL")
+    (tmp_path / "incoming").mkdir()
+    location = f"{(tmp_path / 'incoming').as_uri()}/"
+    session.catalog.add(
+        VolumeEntry(name="v", created_at=now_utc(), location=location, connection="c")
+    )
+    session.catalog.add(TableEntry("t", str(settings.warehouse / "t-1"), (Column("id", "BIGINT"),)))
+    return session
+
+
+def test_the_fingerprint_follows_object_definitions_not_their_state(lake: LakeSession) -> None:
+    catalog = lake.catalog
+    start = catalog_fingerprint(catalog)
+    table = catalog.get(TableEntry, "t")
+    catalog.record_table_state(table, 3, 10)
+    record = LoadRecord("file:///x.csv", now_utc(), 4, now_utc(), "LOADED", 1, None, None, 3)
+    catalog.record_loads("t", [record], 3)
+    assert catalog_fingerprint(catalog) == start  # a commit changes no definition
+
+    lake.sql("CREATE PIPE p AS COPY INTO t FROM VOLUME v USING CSV")
+    created = catalog_fingerprint(catalog)
+    assert created != start
+    lake.sql("ALTER PIPE p SET PIPE_EXECUTION_PAUSED = TRUE")
+    paused = catalog_fingerprint(catalog)
+    assert paused not in (start, created)
+    lake.sql("DROP PIPE p")
+    assert catalog_fingerprint(catalog) == start
+
+
+def wait_until(what: str, done: Callable[[], bool], log: Path) -> None:
+    deadline = time.monotonic() + PATIENCE_SECONDS
+    while not done():
+        assert time.monotonic() < deadline, f"{what} did not happen; log:\n{log.read_text()}"
+        time.sleep(0.5)
+
+
+def answers(socket: Path) -> bool:
+    dagster = Path(sys.executable).with_name("dagster")
+    checked = subprocess.run(
+        [str(dagster), "api", "grpc-health-check", "--socket", str(socket)],
+        capture_output=True,
+        check=False,
+    )
+    return checked.returncode == 0
+
+
+def test_a_generation_that_fails_to_load_leaves_the_last_one_serving(
+    lake: LakeSession, tmp_path: Path
+) -> None:
+    dagster_home = tmp_path / "dagster_home"
+    dagster_home.mkdir()
+    shutil.copy(ROOT / "dagster_home" / "dagster.yaml", dagster_home)
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(dagster_home),
+        "LAKE_HOME": str(lake.settings.lake_home),
+    }
+    log = tmp_path / "code-server.log"
+    with log.open("wb") as output:
+        process, workspace = spawn_code_server(env, output)
+    try:
+        link = Path(workspace.read_text().split("socket: ")[1].split()[0])
+        assert link.name == LINK
+        first = link.resolve()
+        assert answers(link)
+
+        # A pipe named like the volumes sensor: Dagster refuses the duplicate name.
+        lake.sql("CREATE PIPE lake_volumes AS COPY INTO t FROM VOLUME v USING CSV")
+        wait_until("the failed load", lambda: "still serving generation 1" in log.read_text(), log)
+        (failure,) = [line for line in log.read_text().splitlines() if "still serving" in line]
+        assert "Duplicate definition found for lake_volumes" in failure
+        assert link.resolve() == first
+        assert answers(link)
+
+        lake.sql("DROP PIPE lake_volumes")
+        wait_until("the next generation", lambda: link.resolve() != first, log)
+        assert answers(link)
+        wait_until("the first generation's exit", lambda: not first.exists(), log)
+    finally:
+        stop(process)
+    assert process.returncode == 0
+    assert not workspace.exists()
+    assert not link.parent.exists()
