@@ -18,6 +18,7 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import Column, LoadRecord, now_utc
 from lake_assets.core.settings import LakeSettings
 from lake_assets.daemon import ROOT
+from lake_assets.pipes.entry import PipeEntry
 from lake_assets.session import LakeSession
 from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes.entry import VolumeEntry
@@ -98,8 +99,16 @@ def test_a_generation_that_fails_to_load_leaves_the_last_one_serving(
         first = link.resolve()
         assert answers(link)
 
-        # A pipe named like the volumes sensor: Dagster refuses the duplicate name.
-        lake.sql("CREATE PIPE lake_volumes AS COPY INTO t FROM VOLUME v USING CSV")
+        # A pipe named like the volumes sensor (CREATE PIPE refuses the name; an entry written
+        # straight into the catalog does not): Dagster refuses the duplicate name.
+        lake.catalog.add(
+            PipeEntry(
+                "lake_volumes",
+                volume="v",
+                table="t",
+                copy_statement="COPY INTO t FROM VOLUME v USING CSV",
+            )
+        )
         wait_until("the failed load", lambda: "still serving generation 1" in log.read_text(), log)
         (failure,) = [line for line in log.read_text().splitlines() if "still serving" in line]
         assert "Duplicate definition found for lake_volumes" in failure

@@ -9,3 +9,9 @@ HIDDEN_PREFIX = "__lake_"
 def hidden(name: str) -> str:
     """The hidden name for `name`."""
     return HIDDEN_PREFIX + name
+
+
+# The project's own sensors: a pipe (a sensor of its own name) may not take these names.
+VOLUMES_SENSOR = "lake_volumes"
+AUTOMATION_SENSOR = "lake_automation"
+RESERVED_SENSORS = (VOLUMES_SENSOR, AUTOMATION_SENSOR)

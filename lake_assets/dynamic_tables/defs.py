@@ -23,6 +23,7 @@ from dagster import (
 )
 
 from lake_assets.core.catalog import Catalog
+from lake_assets.core.names import AUTOMATION_SENSOR
 from lake_assets.core.settings import LakeSettings
 from lake_assets.core.states import RefreshMode, RefreshTrigger
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
@@ -36,7 +37,6 @@ from resources.catalog import CatalogResource
 from resources.spark import DeltaSparkResource
 
 DYNAMIC_TABLES_GROUP = "dynamic_tables"
-AUTOMATION_SENSOR = "lake_automation"
 # How often the daemon evaluates automation conditions (Dagster's default is 30 s).
 AUTOMATION_INTERVAL_SECONDS = 5
 # Who asked for a run: the automation sensor tags UPSTREAM, an interval's schedule SCHEDULED;

@@ -12,6 +12,7 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import now_utc
 from lake_assets.core.errors import LakeError
 from lake_assets.core.lifecycle import name_taken
+from lake_assets.core.names import RESERVED_SENSORS
 from lake_assets.core.results import Result
 from lake_assets.core.settings import LakeSettings
 from lake_assets.core.states import IngestMode, LoadStatus, PipeStatus
@@ -103,6 +104,11 @@ def create_pipe(session: LakeSession, stmt: CreatePipe) -> Result:
     catalog, settings = session.catalog, session.settings
     if taken := name_taken(session, PipeEntry, stmt.name, stmt.if_not_exists):
         return taken
+    if stmt.name in RESERVED_SENSORS:
+        raise LakeError(
+            f"pipe name {stmt.name} is taken by one of the project's own sensors",
+            "pick another name for the pipe",
+        )
     target_columns(catalog.get(TableEntry, stmt.copy.table), stmt.copy.source)
     volume = catalog.get(VolumeEntry, stmt.copy.source.volume)
     sharing = [p.name for p in catalog.entries(PipeEntry) if p.volume == volume.name]

@@ -27,13 +27,13 @@ from dagster import (
 )
 
 from lake_assets.core.catalog import Catalog
+from lake_assets.core.names import VOLUMES_SENSOR
 from lake_assets.core.settings import LakeSettings
 from lake_assets.volumes.entry import VolumeEntry
 from lake_assets.volumes.files import store_of
 from resources.storage import FileInfo
 
 VOLUMES_GROUP = "volumes"
-VOLUMES_SENSOR = "lake_volumes"
 # A listing is cheap, but each one of an S3 volume is a request: every volume twice a minute.
 OBSERVE_INTERVAL_SECONDS = 30
 DATA_VERSION_TAG = "dagster/data_version"

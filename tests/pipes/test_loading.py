@@ -460,6 +460,8 @@ def test_pipe_seed_flow_and_management(lake: LakeSession, tmp_path: Path) -> Non
     # One pipe per volume; the COPY statement cannot change; a pipe's volume cannot go.
     with pytest.raises(StatementError, match="volume pipe_vol already feeds pipe sales_pipe"):
         lake.sql("CREATE PIPE other_pipe AS COPY INTO sales_ods FROM VOLUME pipe_vol USING CSV")
+    with pytest.raises(StatementError, match="lake_automation is taken by one of the project's"):
+        lake.sql("CREATE PIPE lake_automation AS COPY INTO sales_ods FROM VOLUME v USING CSV")
     for change in ("COMMENT = 'x'", "INGEST_MODE = 'EVENT_NOTIFICATION'", "POLL_INTERVAL = 1"):
         with pytest.raises(StatementError, match="cannot"):
             lake.sql(f"ALTER PIPE sales_pipe SET {change}")
