@@ -183,7 +183,7 @@ def test_copy_loads_each_file_once_and_load_history_keeps_its_record(
     # Once the records are older than the retention window (LAKE_LOAD_HISTORY_DAYS, 7 days by
     # default; 1 minute here), the same paths load again.
     ten_minutes_ago = datetime.now(UTC) - timedelta(minutes=10)
-    with sqlite3.connect(lake.catalog.path) as db:
+    with sqlite3.connect(lake.settings.catalog_path) as db:
         db.execute(
             "UPDATE load_history SET last_copy_time = ?",
             (ten_minutes_ago.isoformat(timespec="milliseconds"),),
@@ -350,7 +350,8 @@ def test_each_copy_is_one_commit_and_a_lost_index_is_rebuilt_from_the_commits(
         2: [[c.as_uri(), 4, mtime(c), 1]],
     }
 
-    with sqlite3.connect(lake.catalog.path) as db:  # the index is lost (or was never written)
+    # The index is lost (or was never written).
+    with sqlite3.connect(lake.settings.catalog_path) as db:
         db.execute("DELETE FROM load_history")
         db.execute("DELETE FROM load_marks")
     assert message(lake, COPY) == NO_CHANGE
@@ -379,7 +380,7 @@ def test_the_index_mark_follows_each_load_and_a_rebuild_reads_back_far_enough(
     assert lake.catalog.load_mark("t") == 9  # the next load need not read its own commit again
 
     lake.sql(inserts)  # versions 10-17: the load's commit is more than 8 commits back
-    with sqlite3.connect(lake.catalog.path) as db:
+    with sqlite3.connect(lake.settings.catalog_path) as db:
         db.execute("DELETE FROM load_history")
         db.execute("DELETE FROM load_marks")
     assert message(lake, COPY) == NO_CHANGE
