@@ -109,7 +109,7 @@ def _decoded(hint: Any, value: Any) -> Any:
 
 @dataclass(frozen=True)
 class LoadRecord:
-    """One file's load: LOADED, LOAD_FAILED or PARTIALLY_LOADED."""
+    """One file's load: LOADED or LOAD_FAILED."""
 
     file_path: str
     last_copy_time: str

@@ -11,7 +11,6 @@ class LoadStatus(StrEnum):
 
     LOADED = "LOADED"
     LOAD_FAILED = "LOAD_FAILED"
-    PARTIALLY_LOADED = "PARTIALLY_LOADED"
 
 
 class IngestMode(StrEnum):

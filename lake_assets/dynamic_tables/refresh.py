@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -223,12 +222,12 @@ def _refresh(
         start=start,
         sources={read.name: [read.location, read.version] for read in reads},
     )
-    query = query_of(entry)
+    job = _Write(spark, entry, plan, query_of(entry), reads, dt_version, metadata)
     commit = None
     if reason is None:
         try:
             with session_conf(spark, incremental_conf(spark)):
-                commit = _write_incremental(spark, entry, plan, query, reads, dt_version, metadata)
+                commit = _write_incremental(job)
         except Exception as error:
             if not any(condition in str(error) for condition in _FEED_GONE):
                 raise
@@ -236,7 +235,7 @@ def _refresh(
             reason = f"the change data feed could not be read: {first}"
     if reason is not None:
         metadata.update(mode=RefreshMode.FULL, reason=reason, replaced_rows=rows_before)
-        commit = _write_full(spark, entry, plan, query, reads, dt_version, metadata)
+        commit = _write_full(job)
     failpoints.reached(failpoints.REFRESH_AFTER_COMMIT)
     record = _record_from_commit(entry.name, commit, metadata=None)
     record = replace(record, end_time=now_utc(), duration=time.monotonic() - clock)
@@ -262,66 +261,65 @@ def _outcome(record: RefreshRecord) -> RefreshOutcome:
     )
 
 
-def _write_incremental(
-    spark: SparkSession,
-    entry: DynamicTableEntry,
-    plan: Plan,
-    query: exp.Expression,
-    reads: list[SourceRead],
-    dt_version: int,
-    metadata: dict[str, Any],
-) -> Commit:
-    metadata["mode"] = RefreshMode.INCREMENTAL
-    register_sources(spark, reads, changes=True)
-    by_name = {read.name: read for read in reads}
-    schema = table_at(spark, entry.location, dt_version).schema
+@dataclass(frozen=True)
+class _Write:
+    """One refresh's write: what it reads, the table version it starts from, and its record."""
+
+    spark: SparkSession
+    entry: DynamicTableEntry
+    plan: Plan
+    query: exp.Expression
+    reads: list[SourceRead]
+    dt_version: int
+    metadata: dict[str, Any]
+
+    def committed(self, write: Callable[[], object]) -> Commit:
+        """Run `write` as the refresh's one commit (carrying its record, fenced against a
+        concurrent refresh) and return that commit."""
+        fence = Fence(f"lake-refresh-{Path(self.entry.location).name}", self.dt_version)
+        conf = {MATERIALIZE_SOURCE_CONF: "none"}
+        with committing(self.spark, self.metadata, fence, conf):
+            failpoints.reached(failpoints.REFRESH_BEFORE_COMMIT)
+            write()
+        commit = find(self.spark, self.entry.location, self.metadata, after=self.dt_version)
+        if commit is None:
+            raise LakeError(
+                f"another refresh of dynamic table {self.entry.name} committed at the same "
+                "moment; this one wrote nothing",
+                "refresh it again if needed: it starts from what the other refresh committed",
+            )
+        return commit
+
+
+def _write_incremental(job: _Write) -> Commit:
+    spark, entry, plan = job.spark, job.entry, job.plan
+    job.metadata["mode"] = RefreshMode.INCREMENTAL
+    register_sources(spark, job.reads, changes=True)
+    by_name = {read.name: read for read in job.reads}
+    schema = table_at(spark, entry.location, job.dt_version).schema
     visible = [c.name for c in entry.columns]
     if plan.shape == AGGREGATE:
         merge = aggregate_merge(
-            spark, plan, query, by_name, entry.location, dt_version, schema, visible
+            spark, plan, job.query, by_name, entry.location, job.dt_version, schema, visible
         )
-        with _committing(spark, entry, dt_version, metadata):
-            spark.sql(merge).collect()
-        return _find_commit(spark, entry, dt_version, metadata)
+        return job.committed(lambda: spark.sql(merge).collect())
     # Computed once, here: the emptiness check, the pruning ranges and the MERGE source read it.
     changes = result_changes(spark, plan.branches, by_name, visible).localCheckpoint()
-    merge = projection_merge(spark, entry.location, dt_version, changes, schema)
-    with _committing(spark, entry, dt_version, metadata):
-        if merge is not None:
-            spark.sql(merge).collect()
-        else:
-            gained_rows(changes, schema).write.format("delta").mode("append").save(entry.location)
-    return _find_commit(spark, entry, dt_version, metadata)
+    merge = projection_merge(spark, entry.location, job.dt_version, changes, schema)
+    if merge is not None:
+        return job.committed(lambda: spark.sql(merge).collect())
+    gained = gained_rows(changes, schema)
+    return job.committed(lambda: gained.write.format("delta").mode("append").save(entry.location))
 
 
-def _write_full(
-    spark: SparkSession,
-    entry: DynamicTableEntry,
-    plan: Plan,
-    query: exp.Expression,
-    reads: list[SourceRead],
-    dt_version: int,
-    metadata: dict[str, Any],
-) -> Commit:
-    register_sources(spark, reads, changes=False)
-    names = [c.name for c in entry.columns] + list(entry.hidden)
-    frame = full_result(spark, plan, query, {read.name: read for read in reads}, names)
-    with _committing(spark, entry, dt_version, metadata):
-        frame.write.format("delta").mode("overwrite").option(
-            "maxRecordsPerFile", pruning.ROWS_PER_FILE
-        ).save(entry.location)
-    return _find_commit(spark, entry, dt_version, metadata)
-
-
-@contextmanager
-def _committing(
-    spark: SparkSession, entry: DynamicTableEntry, dt_version: int, metadata: dict[str, Any]
-) -> Iterator[None]:
-    """Writes inside carry the refresh record and are fenced against a concurrent refresh."""
-    fence = Fence(f"lake-refresh-{Path(entry.location).name}", dt_version)
-    with committing(spark, metadata, fence, {MATERIALIZE_SOURCE_CONF: "none"}):
-        failpoints.reached(failpoints.REFRESH_BEFORE_COMMIT)
-        yield
+def _write_full(job: _Write) -> Commit:
+    register_sources(job.spark, job.reads, changes=False)
+    names = [c.name for c in job.entry.columns] + list(job.entry.hidden)
+    by_name = {read.name: read for read in job.reads}
+    frame = full_result(job.spark, job.plan, job.query, by_name, names)
+    writer = frame.write.format("delta").mode("overwrite")
+    writer = writer.option("maxRecordsPerFile", pruning.ROWS_PER_FILE)
+    return job.committed(lambda: writer.save(job.entry.location))
 
 
 def incremental_conf(spark: SparkSession) -> dict[str, str]:
@@ -332,19 +330,6 @@ def incremental_conf(spark: SparkSession) -> dict[str, str]:
     cores = spark.conf.get("spark.default.parallelism", configured)
     partitions = min(int(configured), int(cores))
     return {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(partitions)}
-
-
-def _find_commit(
-    spark: SparkSession, entry: DynamicTableEntry, dt_version: int, metadata: dict[str, Any]
-) -> Commit:
-    commit = find(spark, entry.location, metadata, after=dt_version)
-    if commit is None:
-        raise LakeError(
-            f"another refresh of dynamic table {entry.name} committed at the same moment; "
-            "this one wrote nothing",
-            "refresh it again if needed: it starts from what the other refresh committed",
-        )
-    return commit
 
 
 def _record_from_commit(
