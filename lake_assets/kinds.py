@@ -8,6 +8,7 @@ from lake_assets.dynamic_tables import kind as dynamic_tables
 from lake_assets.pipes import kind as pipes
 from lake_assets.sql.grammar import Grammar
 from lake_assets.sql.statements import Statement
+from lake_assets.streams import kind as streams
 from lake_assets.tables import kind as tables
 from lake_assets.volumes import kind as volumes
 
@@ -16,6 +17,7 @@ KINDS: tuple[Kind, ...] = (
     volumes.KIND,
     pipes.KIND,
     tables.KIND,
+    streams.KIND,
     dynamic_tables.KIND,
 )
 

@@ -6,10 +6,15 @@ DESC / DROP forms every kind shares, are dispatched here."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import DataFrame, Row, SparkSession
+from sqlglot import exp
 
 from lake_assets.core.catalog import Catalog
+from lake_assets.core.entries import CatalogObject
 from lake_assets.core.errors import LakeError
 from lake_assets.core.kind import Handler
 from lake_assets.core.results import Result
@@ -19,6 +24,7 @@ from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.kinds import BY_NAME, GRAMMAR, KINDS
 from lake_assets.sql.binding import bind_tables, referenced_tables
 from lake_assets.sql.grammar import StatementError
+from lake_assets.sql.merge import standard_merge
 from lake_assets.sql.statements import (
     DescribeObject,
     Dml,
@@ -28,11 +34,32 @@ from lake_assets.sql.statements import (
     Source,
     Statement,
 )
+from lake_assets.streams import offsets
+from lake_assets.streams.entry import StreamEntry
+from lake_assets.streams.reading import StreamRead
 
 _HANDLERS: dict[type, Handler] = {
     statement: handler for kind in KINDS for statement, handler in kind.handlers.items()
 }
 _READERS = {source: reader for kind in KINDS for source, reader in kind.readers.items()}
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A statement as Spark SQL, and the stream ranges it reads (pinned when it was bound)."""
+
+    sql: str
+    session: LakeSession
+    reads: tuple[StreamRead, ...] = ()
+
+    def consuming(
+        self, location: str, after: int, record: dict[str, Any]
+    ) -> AbstractContextManager[None]:
+        """A write to the table at `location` (read at version `after`) that commits `record`:
+        the streams it read move with it, and only with it."""
+        return offsets.consuming(
+            self.session.spark, self.session.catalog, self.reads, location, after, record
+        )
 
 
 class LakeSession:
@@ -101,7 +128,7 @@ class LakeSession:
         match statement:
             case Query():
                 bound = self.bind(statement)  # before Spark: unknown names fail without a JVM
-                frame = self.spark.sql(bound)
+                frame = self.spark.sql(bound.sql)
                 return Result(frame.columns, self._stream(frame.toLocalIterator()))
             case ShowObjects(kind=kind):
                 show = BY_NAME[kind].show
@@ -125,20 +152,48 @@ class LakeSession:
             self._changed(name)
         return result
 
-    def bind(self, statement: Query | Dml) -> str:
-        """Spark SQL with catalog tables as Delta paths and special sources as temporary views."""
+    def bind(self, statement: Query | Dml) -> Bound:
+        """Spark SQL with catalog tables as Delta paths, and streams and special sources as
+        temporary views."""
         relations = {
             name: self.catalog.relation(name) for name in referenced_tables(statement.expression)
         }
+        expression = statement.expression
+        if isinstance(statement, Dml):
+            expression = self._dml_expression(statement, relations)
         narrowed = {
             name: [column.name for column in relation.columns]
             for name, relation in relations.items()
             if isinstance(relation, DynamicTableEntry) and relation.hidden
         }
-        bound = bind_tables(statement.expression, lambda name: relations[name].location, narrowed)
+        streams = {
+            name: relation
+            for name, relation in relations.items()
+            if isinstance(relation, StreamEntry)
+        }
+        pinned = {name: offsets.pin(self.spark, self.catalog, name) for name in streams}
+        queries = {name: pin.query(self.stream_columns(pin.entry)) for name, pin in pinned.items()}
+        bound = bind_tables(expression, lambda name: relations[name].location, narrowed, queries)
         for placeholder, source in statement.sources.items():
             self._source_frame(source).createOrReplaceTempView(placeholder)
-        return bound
+        return Bound(bound, self, tuple(pin.read for pin in pinned.values()))
+
+    def _dml_expression(
+        self, statement: Dml, relations: dict[str, CatalogObject]
+    ) -> exp.Expression:
+        """A DML statement's expression, refused when it writes a stream; a MERGE takes its
+        standard meaning (see sql.merge)."""
+        target = relations.get(statement.target)
+        if isinstance(target, StreamEntry):
+            raise target.mistaken_for(type(target))
+        expression = statement.expression
+        if isinstance(expression, exp.Merge) and target is not None:
+            expression = standard_merge(expression, [c.name for c in target.columns])
+        return expression
+
+    def stream_columns(self, entry: StreamEntry) -> list[str]:
+        """The source's visible columns, which a stream shows after its metadata columns."""
+        return [column.name for column in self.catalog.relation(entry.source).columns]
 
     def _source_frame(self, source: Source) -> DataFrame:
         return _READERS[type(source)](self, source)

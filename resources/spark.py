@@ -39,6 +39,9 @@ def spark_conf(settings: LakeSettings) -> dict[str, str]:
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.shuffle.partitions": "4",
         "spark.databricks.delta.snapshotPartitions": "2",
+        # Net changes by row id (`… CHANGES FROM VERSION a … WITH ('deduplicationMode' =
+        # 'netChanges')`), which STANDARD streams read.
+        "spark.databricks.delta.changelogV2.enabled": "true",
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.memory": "2g",
         "spark.ui.enabled": "false",

@@ -253,7 +253,11 @@ class Catalog:
 
     def relation_locations(self) -> dict[str, str]:
         """Location → name, so that errors can say a table's name instead of its path."""
-        return {entry.location: entry.name for entry in self.relations()}
+        return {
+            location: entry.name
+            for entry in self.relations()
+            if isinstance(location := getattr(entry, "location", None), str)
+        }
 
     def update(self, kind: type[T], name: str, change: Callable[[T], T]) -> T:
         """Change an object in one transaction: `change` sees it as it is now."""

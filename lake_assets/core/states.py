@@ -53,3 +53,19 @@ class SchedulingState(StrEnum):
 
     ACTIVE = "ACTIVE"
     SUSPENDED = "SUSPENDED"
+
+
+class StreamMode(StrEnum):
+    """What a table stream returns: the net change set, or only the rows inserted."""
+
+    STANDARD = "STANDARD"
+    APPEND_ONLY = "APPEND_ONLY"
+
+
+class ChangeType(StrEnum):
+    """A stream row's `__change_type`."""
+
+    INSERT = "INSERT"
+    UPDATE_BEFORE = "UPDATE_BEFORE"
+    UPDATE_AFTER = "UPDATE_AFTER"
+    DELETE = "DELETE"

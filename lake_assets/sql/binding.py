@@ -53,18 +53,25 @@ def bind_tables(
     expression: exp.Expression,
     locate: Callable[[str], str],
     narrowed: Mapping[str, Sequence[str]] | None = None,
+    queries: Mapping[str, str] | None = None,
 ) -> str:
     """Spark SQL text with each table replaced by delta.`location`, aliased by its own name;
-    tables in `narrowed` (dynamic tables with hidden state columns) show only those columns."""
+    tables in `narrowed` (dynamic tables with hidden state columns) show only those columns,
+    and relations in `queries` (streams) are the subquery given there."""
     bound = expression.copy()
     insert_target = _insert_target(bound)
     for table in _table_references(bound):
         name = table.name.lower()
+        alias = exp.TableAlias(this=exp.to_identifier(table.alias or name))
+        if name in (queries or {}):
+            # Spark syntax sqlglot does not know (CHANGES FROM VERSION …) goes in as text.
+            table.set("this", exp.to_identifier(_query_placeholder(name)))
+            table.set("alias", alias)
+            continue
         table.set("this", exp.to_identifier(locate(name), quoted=True))
         table.set("db", exp.to_identifier("delta"))
         if table is insert_target:
             continue
-        alias = exp.TableAlias(this=exp.to_identifier(table.alias or name))
         columns = (narrowed or {}).get(name)
         if columns is None:
             table.set("alias", alias)
@@ -72,4 +79,11 @@ def bind_tables(
         table.set("alias", None)
         inner = exp.select(*[exp.column(c, quoted=True) for c in columns]).from_(table.copy())
         table.replace(exp.Subquery(this=inner, alias=alias))
-    return bound.sql(dialect="spark")
+    text = bound.sql(dialect="spark")
+    for name, query in (queries or {}).items():
+        text = text.replace(_query_placeholder(name), f"({query})")
+    return text
+
+
+def _query_placeholder(name: str) -> str:
+    return hidden(f"query_{name}")

@@ -14,7 +14,7 @@ from lake_assets.sql.statements import Dml
 from lake_assets.tables.entry import TableEntry
 
 if TYPE_CHECKING:
-    from lake_assets.session import LakeSession
+    from lake_assets.session import Bound, LakeSession
 
 
 def execute_dml(session: LakeSession, stmt: Dml) -> Result:
@@ -24,13 +24,14 @@ def execute_dml(session: LakeSession, stmt: Dml) -> Result:
     )
 
 
-def run_dml(spark: SparkSession, catalog: Catalog, stmt: Dml, bound_sql: str) -> Result:
-    """Run a bound DML statement and record the table's new version and row count."""
+def run_dml(spark: SparkSession, catalog: Catalog, stmt: Dml, bound: Bound) -> Result:
+    """Run a bound DML statement (consuming the streams it reads) and record the table's new
+    version and row count."""
     target = catalog.get(TableEntry, stmt.target)
     before = latest_version(spark, target.location)
     record = new_record(Marker.STATEMENT, operation=stmt.operation)
-    with committing(spark, record):
-        spark.sql(bound_sql).collect()
+    with bound.consuming(target.location, before, record), committing(spark, record):
+        spark.sql(bound.sql).collect()
     commit = find(spark, target.location, record, after=before)
     if commit is None:
         return Result.status(f"{stmt.operation}: no change to {stmt.target}")

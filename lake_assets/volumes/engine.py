@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame
 
 from lake_assets.core.entries import now_utc
+from lake_assets.core.errors import LakeError
 from lake_assets.core.lifecycle import name_taken
 from lake_assets.core.results import Result
 from lake_assets.sql.statements import DescribeObject
@@ -73,7 +74,13 @@ def copy_into_volume(session: LakeSession, stmt: CopyIntoVolume) -> Result:
         frame = session.spark.read.format("delta").load(location)
     else:
         assert stmt.query is not None
-        frame = session.spark.sql(session.bind(stmt.query))
+        bound = session.bind(stmt.query)
+        if bound.reads:
+            raise LakeError(
+                f"COPY INTO VOLUME cannot consume streams yet ({bound.reads[0].stream})",
+                "INSERT the stream's rows into a table, then COPY INTO VOLUME FROM TABLE",
+            )
+        frame = session.spark.sql(bound.sql)
     staging = session.settings.lake_home / "tmp"
     return files.copy_into_volume(volume, store, frame, stmt, staging)
 

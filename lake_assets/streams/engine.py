@@ -1,0 +1,256 @@
+"""CREATE / ALTER … SET OFFSET / SHOW / DESC / DROP of table streams."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from pyspark.sql import SparkSession
+
+from lake_assets.core.delta import Commit, delta_ref, history, sql_string
+from lake_assets.core.errors import LakeError
+from lake_assets.core.lifecycle import drop_object, name_taken
+from lake_assets.core.results import Result
+from lake_assets.core.states import StreamMode
+from lake_assets.dynamic_tables.entry import DynamicTableEntry
+from lake_assets.sql.statements import DescribeObject
+from lake_assets.streams import offsets
+from lake_assets.streams.entry import StreamEntry
+from lake_assets.streams.grammar import AlterStreamOffset, CreateStream, Position
+from lake_assets.streams.reading import StreamRead, change_query
+from lake_assets.tables.entry import TableEntry
+
+if TYPE_CHECKING:
+    from lake_assets.session import LakeSession
+
+Source = TableEntry | DynamicTableEntry
+_SOURCES: dict[str, type[Source]] = {
+    "table": TableEntry,
+    "dynamic_table": DynamicTableEntry,
+}
+_CHANGE_FEED = "delta.enableChangeDataFeed"
+_ROW_TRACKING = "delta.enableRowTracking"
+
+
+def create_stream(session: LakeSession, stmt: CreateStream) -> Result:
+    catalog = session.catalog
+    taken = (
+        None if stmt.or_replace else name_taken(session, StreamEntry, stmt.name, stmt.if_not_exists)
+    )
+    if taken is not None:
+        return taken
+    source = _source(session, stmt)
+    spark = session.spark
+    turned_on = _track_changes(session, source, stmt.mode)
+    commits = history(spark, source.location)
+    offset = _version_at(stmt.at, commits, source.name)
+    entry = StreamEntry(
+        stmt.name,
+        source.name,
+        source.kind(),
+        source.location,
+        stmt.mode,
+        stmt.show_initial_rows,
+        offset,
+        initial_pending=stmt.show_initial_rows,
+        comment=stmt.comment,
+    )
+    _check_readable(spark, entry, source, commits)
+    if stmt.or_replace:
+        # Consumers that read the replaced stream must not move the new one.
+        old = catalog.find(StreamEntry, stmt.name)
+        catalog.replace(replace(entry, generation=old.generation + 1 if old else 0))
+    else:
+        catalog.add(entry)
+    note = f"; turned on change tracking for {source.LABEL} {source.name}" if turned_on else ""
+    return Result.status(
+        f"created stream {stmt.name} on {source.LABEL} {source.name} at version {offset}{note}"
+    )
+
+
+def _source(session: LakeSession, stmt: CreateStream) -> Source:
+    wanted = _SOURCES[stmt.source_kind]
+    found = session.catalog.find_relation(stmt.source)
+    if found is None:
+        raise LakeError(
+            f"cannot create stream {stmt.name}: {wanted.LABEL} {stmt.source} does not exist",
+            f"check the name with {wanted.SHOW}",
+        )
+    if not isinstance(found, wanted):
+        words = found.CREATE.removeprefix("CREATE ")
+        raise LakeError(
+            f"cannot create stream {stmt.name}: {stmt.source} is a {found.LABEL}",
+            f"write ON {words} {stmt.source}"
+            if type(found) in _SOURCES.values()
+            else "create streams on tables and dynamic tables",
+        )
+    return found
+
+
+def _track_changes(session: LakeSession, source: Source, mode: StreamMode) -> bool:
+    """Turn on the change data feed (and row tracking, which STANDARD's row identity needs);
+    whether anything had to be turned on."""
+    spark = session.spark
+    location = source.location
+    properties = {
+        row["key"]: row["value"]
+        for row in spark.sql(f"SHOW TBLPROPERTIES {delta_ref(location)}").collect()
+    }
+    wanted = [_CHANGE_FEED] + ([_ROW_TRACKING] if mode is StreamMode.STANDARD else [])
+    missing = [key for key in wanted if properties.get(key, "false").lower() != "true"]
+    if not missing:
+        return False
+    assignments = ", ".join(f"{sql_string(key)} = 'true'" for key in missing)
+    spark.sql(f"ALTER TABLE {delta_ref(location)} SET TBLPROPERTIES ({assignments})")
+    if isinstance(source, TableEntry):
+        session.catalog.update(
+            TableEntry,
+            source.name,
+            lambda e: replace(e, properties={**e.properties, "change_tracking": "true"}),
+        )
+    return True
+
+
+def _version_at(position: Position, commits: list[Commit], source: str) -> int:
+    """The version a position names: a version, the newest commit at a time, or the latest."""
+    latest, oldest = commits[0].version, commits[-1].version
+    if position.version is not None:
+        if not oldest <= position.version <= latest:
+            raise LakeError(
+                f"{source} has no version {position.version}",
+                f"pick a version from {oldest} to {latest}",
+            )
+        return position.version
+    if position.timestamp is None:
+        return latest
+    moment = _timestamp(position.timestamp)
+    for commit in commits:
+        if commit.timestamp <= moment:
+            return commit.version
+    raise LakeError(
+        f"{source} has no version at or before {position.timestamp}",
+        f"pick a time from {commits[-1].timestamp.isoformat(sep=' ')} UTC on",
+    )
+
+
+def _timestamp(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise LakeError(
+            f"'{text}' is not a timestamp", "write it as 'YYYY-MM-DD HH:MM:SS[.fff]' (UTC)"
+        ) from None
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(tz=None).replace(tzinfo=None)
+    return moment
+
+
+def _check_readable(
+    spark: SparkSession, entry: StreamEntry, source: Source, commits: list[Commit]
+) -> None:
+    """Refuse an offset from before change tracking was on: its changes cannot be read."""
+    latest = commits[0].version
+    if entry.offset >= latest:
+        return
+    read = StreamRead(entry.name, entry.generation, entry.offset, latest, False)
+    columns = [source.columns[0].name]
+    try:
+        spark.sql(change_query(entry, read, columns, commits)).limit(1).collect()
+    except Exception as error:
+        if "DELTA_CHANGELOG_REQUIRES_ROW_TRACKING" in str(error) or "CHANGE_DATA" in str(error):
+            raise LakeError(
+                f"{entry.source} had no change tracking at version {entry.offset}",
+                "pick a version from when change tracking was on, or leave out AT",
+            ) from None
+        raise
+
+
+def alter_offset(session: LakeSession, stmt: AlterStreamOffset) -> Result:
+    catalog = session.catalog
+    entry = catalog.get(StreamEntry, stmt.name)
+    offsets.check_source(catalog, entry)
+    spark = session.spark
+    commits = history(spark, entry.source_location)
+    version = _version_at(stmt.to, commits, entry.source)
+    source = catalog.relation(entry.source)
+    assert isinstance(source, TableEntry | DynamicTableEntry)
+    _check_readable(spark, replace(entry, offset=version), source, commits)
+    catalog.update(
+        StreamEntry,
+        stmt.name,
+        lambda e: replace(
+            e, offset=version, generation=e.generation + 1, claim=None, initial_pending=False
+        ),
+    )
+    return Result.status(f"stream {stmt.name} is now at version {version} (was {entry.offset})")
+
+
+def show_streams(session: LakeSession) -> Result:
+    return Result(
+        [
+            "name",
+            "source",
+            "source_kind",
+            "mode",
+            "show_initial_rows",
+            "offset",
+            "comment",
+            "created_at",
+        ],
+        [
+            (
+                e.name,
+                e.source,
+                e.source_kind.upper(),
+                e.mode.value,
+                e.show_initial_rows,
+                e.offset,
+                e.comment,
+                e.created_at,
+            )
+            for e in session.catalog.entries(StreamEntry)
+        ],
+    )
+
+
+def describe_stream(session: LakeSession, stmt: DescribeObject) -> Result:
+    catalog = session.catalog
+    spark = session.spark
+    entry = offsets.resolve(spark, catalog, catalog.get(StreamEntry, stmt.name))
+    stale_reason = _stale_reason(session, entry)
+    commits = [] if stale_reason else history(spark, entry.source_location)
+    times = {commit.version: commit.timestamp for commit in commits}
+    latest = commits[0].version if commits else None
+    pending = [c for c in commits if c.version > entry.offset]
+    # Files a commit removes become vacuumable FILE_RETENTION after it: the oldest pending
+    # commit's, or the offset's while nothing is pending.
+    since = pending[-1].timestamp if pending else times.get(entry.offset)
+    return Result.properties(
+        name=entry.name,
+        source=entry.source,
+        source_kind=entry.source_kind.upper(),
+        mode=entry.mode.value,
+        show_initial_rows=entry.show_initial_rows,
+        offset_version=entry.offset,
+        offset_time=times.get(entry.offset),
+        source_latest_version=latest,
+        pending_commits=len(pending),
+        stale=stale_reason is not None,
+        stale_reason=stale_reason,
+        stale_after=since + offsets.FILE_RETENTION if since else None,
+        consumer=entry.claim.owner if entry.claim else None,
+        comment=entry.comment,
+        created_at=entry.created_at,
+    )
+
+
+def _stale_reason(session: LakeSession, entry: StreamEntry) -> str | None:
+    try:
+        offsets.pin(session.spark, session.catalog, entry.name)
+    except LakeError as error:
+        return error.what
+    return None
+
+
+drop_stream = drop_object(StreamEntry)

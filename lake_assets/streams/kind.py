@@ -1,0 +1,18 @@
+"""The streams kind as registered in lake_assets.kinds: its SQL and handlers."""
+
+from lake_assets.core.kind import Kind
+from lake_assets.streams import engine
+from lake_assets.streams.grammar import STATEMENTS, WORDS, AlterStreamOffset, CreateStream
+
+KIND = Kind(
+    name="stream",
+    statements=STATEMENTS,
+    handlers={
+        CreateStream: engine.create_stream,
+        AlterStreamOffset: engine.alter_offset,
+    },
+    words=WORDS,
+    show=engine.show_streams,
+    describe=engine.describe_stream,
+    drop=engine.drop_stream,
+)

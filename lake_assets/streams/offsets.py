@@ -1,0 +1,169 @@
+"""Offsets that move only with a committed write (DESIGN.md rule 1).
+
+A statement that reads streams pins each one's range when it starts. If it writes, it first
+claims the streams in the catalog (one consumer at a time per stream; a stream moved since it
+was read is refused), then writes with a commit tagged like every commit here; the tag is
+looked up in the target's history afterwards, and each offset moves if, and only if, the write
+committed or the statement wrote nothing at all. A claim left by a killed process is settled the
+same way by the next statement that touches the stream, so a crash at any instant leaves the
+target and the offset in agreement."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from functools import cache
+from typing import Any
+
+import psutil
+from pyspark.sql import SparkSession
+
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.commits import Marker, find
+from lake_assets.core.delta import Commit, history
+from lake_assets.core.errors import LakeError
+from lake_assets.streams.entry import Claim, StreamEntry
+from lake_assets.streams.reading import StreamRead, change_query
+
+# VACUUM's default retention: files a commit removed are deleted this long after it.
+FILE_RETENTION = timedelta(days=7)
+
+
+@cache
+def owner() -> str:
+    """This process, as a claim names it: host, pid and start time (a reused pid differs)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{psutil.Process().create_time():.3f}"
+
+
+def _alive(claim_owner: str) -> bool:
+    """Whether a claim's process may still commit; one on another host is assumed alive."""
+    host, pid, started = claim_owner.rsplit(":", 2)
+    if host != socket.gethostname():
+        return True
+    try:
+        return f"{psutil.Process(int(pid)).create_time():.3f}" == started
+    except psutil.NoSuchProcess:
+        return False
+
+
+def resolve(spark: SparkSession, catalog: Catalog, entry: StreamEntry) -> StreamEntry:
+    """The stream with a dead consumer's claim settled: its offset moved if its write landed."""
+    claim = entry.claim
+    if claim is None or _alive(claim.owner):
+        return entry
+    return _settle(catalog, entry.name, claim.tag, _landed(spark, claim))
+
+
+def _landed(spark: SparkSession, claim: Claim) -> bool:
+    record = {Marker.STATEMENT.value: 1, "tag": claim.tag}
+    try:
+        return find(spark, claim.target, record, after=claim.after) is not None
+    except Exception:  # the target is gone: nothing of it can be kept consistent any more
+        return False
+
+
+def _settle(catalog: Catalog, name: str, tag: str, moved: bool) -> StreamEntry:
+    def settle(entry: StreamEntry) -> StreamEntry:
+        if entry.claim is None or entry.claim.tag != tag:
+            return entry
+        if moved:
+            return replace(entry, offset=entry.claim.end, initial_pending=False, claim=None)
+        return replace(entry, claim=None)
+
+    return catalog.update(StreamEntry, name, settle)
+
+
+@dataclass(frozen=True)
+class Pinned:
+    """A stream, the range a statement starting now reads (its offset to the source's latest
+    version), and the source's commits (newest first) to that version."""
+
+    entry: StreamEntry
+    read: StreamRead
+    commits: list[Commit]
+
+    def query(self, columns: Sequence[str]) -> str:
+        return change_query(self.entry, self.read, columns, self.commits)
+
+
+def pin(spark: SparkSession, catalog: Catalog, name: str) -> Pinned:
+    entry = resolve(spark, catalog, catalog.get(StreamEntry, name))
+    check_source(catalog, entry)
+    commits = history(spark, entry.source_location)
+    end, earliest = commits[0].version, commits[-1].version
+    if entry.offset < end and earliest > entry.offset + 1:
+        raise stale(entry, f"the versions after {entry.offset} of {entry.source} have expired")
+    read = StreamRead(name, entry.generation, entry.offset, end, entry.initial_pending)
+    return Pinned(entry, read, commits)
+
+
+def check_source(catalog: Catalog, entry: StreamEntry) -> None:
+    """A stream whose source was dropped or replaced can never be read again."""
+    source = catalog.find_relation(entry.source)
+    if source is None:
+        raise stale(entry, f"its source {entry.source} was dropped")
+    if getattr(source, "location", None) != entry.source_location:
+        raise stale(entry, f"its source {entry.source} was replaced")
+
+
+def stale(entry: StreamEntry, why: str) -> LakeError:
+    return LakeError(
+        f"stream {entry.name} is stale: {why}",
+        f"recreate it with CREATE OR REPLACE TABLE STREAM {entry.name} ON … , or move it with "
+        f"ALTER STREAM {entry.name} SET OFFSET LATEST",
+    )
+
+
+@contextmanager
+def consuming(
+    spark: SparkSession,
+    catalog: Catalog,
+    reads: Sequence[StreamRead],
+    target: str,
+    after: int,
+    record: dict[str, Any],
+) -> Iterator[None]:
+    """A write to the table at `target` (read at version `after`), committed with `record`,
+    that consumes `reads`."""
+    claimed: list[str] = []
+    succeeded = False
+    try:
+        for read in reads:
+            _claim(spark, catalog, read, Claim(record["tag"], target, after, read.end, owner()))
+            claimed.append(read.stream)
+        yield
+        succeeded = True
+    finally:
+        if claimed:
+            landed = succeeded or _landed(spark, Claim(record["tag"], target, after, 0, ""))
+            for name in claimed:
+                _settle(catalog, name, record["tag"], landed)
+
+
+def _claim(spark: SparkSession, catalog: Catalog, read: StreamRead, claim: Claim) -> None:
+    resolve(spark, catalog, catalog.get(StreamEntry, read.stream))
+
+    def take(entry: StreamEntry) -> StreamEntry:
+        if entry.claim is not None:
+            raise LakeError(
+                f"stream {entry.name} is being consumed by another statement "
+                f"(process {entry.claim.owner})",
+                "run this statement again when that one has finished; nothing was written",
+            )
+        if (entry.generation, entry.offset, entry.initial_pending) != (
+            read.generation,
+            read.start,
+            read.initial,
+        ):
+            raise LakeError(
+                f"stream {entry.name} moved since this statement read it "
+                f"(its offset is now version {entry.offset})",
+                "read the stream again and repeat the write; nothing was written",
+            )
+        return replace(entry, claim=claim)
+
+    catalog.update(StreamEntry, read.stream, take)
