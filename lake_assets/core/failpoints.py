@@ -13,6 +13,8 @@ AFTER_COMMIT = "load-after-commit"
 BEFORE_PURGE = "load-before-purge"
 REFRESH_BEFORE_COMMIT = "refresh-before-commit"
 REFRESH_AFTER_COMMIT = "refresh-after-commit"
+CONSUME_BEFORE_COMMIT = "consume-before-commit"
+CONSUME_AFTER_COMMIT = "consume-after-commit"
 
 
 def reached(name: str) -> None:

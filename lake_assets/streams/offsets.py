@@ -22,6 +22,7 @@ from typing import Any
 import psutil
 from pyspark.sql import SparkSession
 
+from lake_assets.core import failpoints
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.commits import Marker, find
 from lake_assets.core.delta import Commit, history
@@ -135,7 +136,11 @@ def consuming(
         for read in reads:
             _claim(spark, catalog, read, Claim(record["tag"], target, after, read.end, owner()))
             claimed.append(read.stream)
+        if claimed:
+            failpoints.reached(failpoints.CONSUME_BEFORE_COMMIT)
         yield
+        if claimed:
+            failpoints.reached(failpoints.CONSUME_AFTER_COMMIT)
         succeeded = True
     finally:
         if claimed:
