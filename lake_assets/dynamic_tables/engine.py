@@ -32,6 +32,7 @@ from lake_assets.dynamic_tables.refresh import (
 )
 from lake_assets.sql.binding import referenced_tables
 from lake_assets.sql.statements import DescribeObject, DropObject
+from lake_assets.streams.entry import StreamEntry
 from lake_assets.tables.engine import enable_change_tracking, remove_files
 from lake_assets.tables.entry import TableEntry
 
@@ -63,6 +64,13 @@ def create_dynamic_table(session: LakeSession, stmt: CreateDynamicTable) -> Resu
             f"dynamic table {stmt.name} reads no table", "select FROM a table or dynamic table"
         )
     relations = {name: catalog.relation(name) for name in sources}
+    streams = [name for name, relation in relations.items() if isinstance(relation, StreamEntry)]
+    if streams:
+        raise LakeError(
+            f"dynamic table {stmt.name} cannot read stream {streams[0]}: a refresh reads its "
+            "sources' changes itself",
+            "read the stream's source table instead",
+        )
     _refuse_cycle(catalog, stmt.name, sources)
     plan = classify(stmt.query.expression)
     reads = [

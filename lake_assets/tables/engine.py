@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 import uuid
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import SparkSession
 
@@ -119,8 +119,17 @@ def set_properties(
     )
 
 
+def _stored_relation(session: LakeSession, name: str) -> Any:
+    """A table or dynamic table: a relation with columns and a Delta location of its own."""
+    entry = session.catalog.relation(name)
+    if not hasattr(entry, "location"):
+        words = entry.CREATE.removeprefix("CREATE ")
+        raise LakeError(f"{name} is a {entry.LABEL}", f"describe it with DESC {words} {name}")
+    return entry
+
+
 def describe_table(session: LakeSession, stmt: DescribeTable) -> Result:
-    entry = session.catalog.relation(stmt.name)
+    entry = _stored_relation(session, stmt.name)
     return Result(
         ["column_name", "data_type", "comment"],
         [(column.name, column.type, column.comment) for column in entry.columns],
@@ -138,7 +147,7 @@ def show_tables(session: LakeSession, stmt: ShowTables) -> Result:
 
 
 def describe_history(session: LakeSession, stmt: DescribeHistory) -> Result:
-    entry = session.catalog.relation(stmt.name)
+    entry = _stored_relation(session, stmt.name)
     return Result(
         ["version", "timestamp", "operation", "rows_inserted", "rows_updated", "rows_deleted"],
         [
