@@ -1,9 +1,10 @@
 """`make demo`: the seed's whole flow, hands-off through the real Dagster daemon.
 
 Tables (demo/tables.sql) → volumes, exports and the pipe (demo/pipeline.sql) → the dynamic table
-(demo/dynamic.sql) → the daemon starts, with a warm Spark Connect server for its runs, as `make dev`
-does → two batches of files land in the pipe's volume; each time the pipe's sensor loads them into
-sales_ods and the automation sensor refreshes sales_summary, with no manual step."""
+(demo/dynamic.sql) → seed 002's table streams (demo/streams.sql) → the daemon starts, with a warm
+Spark Connect server for its runs, as `make dev` does → two batches of files land in the pipe's
+volume; each time the pipe's sensor loads them into sales_ods and the automation sensor refreshes
+sales_summary, with no manual step."""
 
 from __future__ import annotations
 
@@ -111,6 +112,9 @@ def main() -> None:
         run(session, (ROOT / "demo" / "pipeline.sql").read_text().replace("${FILES}", str(files)))
         banner("Step 6: the dynamic table (demo/dynamic.sql)")
         run(session, (ROOT / "demo" / "dynamic.sql").read_text())
+
+        banner("Table streams: seed 002's APPEND_ONLY and STANDARD examples (demo/streams.sql)")
+        run(session, (ROOT / "demo" / "streams.sql").read_text())
 
         banner("Starting the Dagster daemon: pipe sensor sales_pipe and the automation sensor")
         with log.open("w") as output:
