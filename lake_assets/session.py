@@ -207,3 +207,13 @@ def _numbered(rows: Iterable[Row], number: int) -> Iterator[Row]:
         raise
     except LakeError as error:
         raise StatementError(number, error) from error
+
+
+def __getattr__(name: str) -> Any:
+    """`Session`, the seed's Python API (lake_assets.frames), loaded on first use: frames.py
+    imports this module, so it cannot be imported at the top."""
+    if name == "Session":
+        from lake_assets.frames import Session
+
+        return Session
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
