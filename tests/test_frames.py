@@ -196,7 +196,7 @@ def test_seed_003_flow_consumes_only_when_saved(
     with pytest.raises(LakeError) as error:
         stale.write.save_as_table("orders_target", mode="append")
     assert str(error.value) == (
-        f"stream orders_stream moved since this statement read it (its offset is now version "
+        f"stream orders_stream moved since it was read (its offset is now version "
         f"{latest}) — read the stream again and repeat the write; nothing was written"
     )
     # … nor create a table on the way.

@@ -31,6 +31,7 @@ SourceParser = Callable[[TokenCursor, str], Source | None]
 
 # sqlglot's messages quote tokens as `<Token token_type: …, text: X, …>`; users need only X.
 _TOKEN_REPR = re.compile(r"<Token token_type: [^,]*, text: ([^,]*), [^>]*>|<class '[\w.]*\.(\w+)'>")
+OVERWRITE = "INSERT OVERWRITE"
 _SPARK_STATEMENTS = ("SELECT", "WITH", "INSERT", "UPDATE", "DELETE", "MERGE")
 
 
@@ -124,7 +125,10 @@ class Grammar:
                     f"{type(expression).__name__.upper()} must name its target table",
                     "write the table's name after INTO / UPDATE / FROM",
                 )
-            return Dml(type(expression).__name__.upper(), target.name.lower(), expression, sources)
+            operation = type(expression).__name__.upper()
+            if isinstance(expression, exp.Insert) and expression.args.get("overwrite"):
+                operation = OVERWRITE
+            return Dml(operation, target.name.lower(), expression, sources)
         raise unsupported(tokenize(text))
 
     def query_after(self, cursor: TokenCursor, what: str, usage: str) -> tuple[Query, str]:

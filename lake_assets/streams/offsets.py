@@ -165,7 +165,7 @@ def _claim(spark: SparkSession, catalog: Catalog, read: StreamRead, claim: Claim
             read.initial,
         ):
             raise LakeError(
-                f"stream {entry.name} moved since this statement read it "
+                f"stream {entry.name} moved since it was read "
                 f"(its offset is now version {entry.offset})",
                 "read the stream again and repeat the write; nothing was written",
             )

@@ -10,6 +10,7 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.commits import Marker, committing, find, new_record
 from lake_assets.core.delta import latest_version, row_changes, row_count
 from lake_assets.core.results import Result
+from lake_assets.sql.grammar import OVERWRITE
 from lake_assets.sql.statements import Dml
 from lake_assets.tables.entry import TableEntry
 
@@ -37,6 +38,14 @@ def run_dml(spark: SparkSession, catalog: Catalog, stmt: Dml, bound: Bound) -> R
         return Result.status(f"{stmt.operation}: no change to {stmt.target}")
     version = commit.version
     changes = row_changes(commit.operation, commit.operation_metrics)
+    if stmt.operation == OVERWRITE:
+        # Its metrics count the rows written, not the rows it replaced: count the table.
+        rows = record_commit_state(spark, catalog, target, version, None)
+        written = changes[0] if changes else "?"
+        return Result.status(
+            f"{OVERWRITE}: {written} rows written; {stmt.target} is at version {version} "
+            f"with {rows} rows"
+        )
     rows = record_commit_state(spark, catalog, target, version, changes)
     inserted, updated, deleted = changes or ("?", "?", "?")
     return Result.status(
