@@ -338,7 +338,7 @@ def test_show_tables_takes_no_arguments():
     ("text", "operation"),
     [
         ("INSERT INTO Sales VALUES (1, 'a')", "INSERT"),
-        ("INSERT OVERWRITE Sales SELECT * FROM staging", "INSERT"),
+        ("INSERT OVERWRITE Sales SELECT * FROM staging", "INSERT OVERWRITE"),
         ("UPDATE Sales SET amount = 0 WHERE id = 1", "UPDATE"),
         ("DELETE FROM Sales WHERE id = 1", "DELETE"),
         (
