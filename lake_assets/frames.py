@@ -31,6 +31,7 @@ from lake_assets.core.spark_errors import translate_spark_error
 from lake_assets.kinds import GRAMMAR
 from lake_assets.output import write_result
 from lake_assets.session import LakeSession
+from lake_assets.sql.grammar import OVERWRITE
 from lake_assets.sql.statements import Query
 from lake_assets.sql.tokens import TokenCursor, tokenize
 from lake_assets.sql.types import SUPPORTED, parse_column_type
@@ -252,7 +253,7 @@ class Session:
         """One tagged commit inside `consuming`, then the table's state recorded, as DML does."""
         spark, catalog = self.spark, self.lake.catalog
         target = catalog.get(TableEntry, name)
-        operation = "INSERT OVERWRITE" if overwrite else "INSERT"
+        operation = OVERWRITE if overwrite else "INSERT"
         reads = _consumable(frame.stream_reads)
         before = latest_version(spark, target.location)
         record = new_record(Marker.STATEMENT, operation=operation)
