@@ -12,16 +12,20 @@ to the version the build left and recreates the stream and the targets.
    inserts of new ids, a third updates and a third deletes of id ranges, through our SQL) the
    stream's offset is set to the version before the change, and, each --repeat times (median
    printed): `SELECT * FROM s` as our session binds it, written to Spark's noop sink (binding,
-   which pins the range, included); Delta's raw `CHANGES … netChanges` query of the same range
-   (the core of the stream's query, without our CASE, commit-time join and row version
-   column); a full scan of the source; a plain change data feed read of the same versions
-   (`table_changes_by_path`). Goal: at 0.01 %, stream ≤ 5 % of the full scan and ≤ 1.5 x the
-   CDF read.
+   which pins the range, included); a full scan of the source; a plain change data feed read of
+   the same versions (`table_changes_by_path`). Goal: at 0.01 %, stream ≤ 5 % of the full scan
+   and ≤ 1.5 x the CDF read.
+   1b. Where that time goes, timed in the same rounds: Delta's raw `CHANGES … netChanges` query
+   alone (the stream's query without our CASE, commit-time join and row version column); the
+   rows Delta's changelog scan emits before it drops copy-on-write carry-over pairs (counted);
+   and a prototype of a fix, bench-only (`cdc_net_changes`): the same net changes by row id
+   read from the change data feed's own files, checked to return the stream's rows.
 2. Consuming cost. At 0.01 % and 0.1 %: `INSERT INTO sink SELECT * FROM s` through our SQL (it
    claims, commits with a tag, finds the commit, moves the offset) beside a plain Delta append of
-   the same rows (the stream's bound query, written by `DataFrameWriter` to another table), the
-   offset set back before each repeat so every repeat consumes the same range; the order of the
-   two alternates. Goal: bookkeeping (ours - plain) / plain ≤ 20 %.
+   the same rows (the stream's bound query, written by `DataFrameWriter` to another table) and a
+   plain Spark SQL `INSERT INTO delta.`…` <that query>`, the offset set back before each repeat
+   so every repeat consumes the same range; the order alternates. Goal: bookkeeping
+   (ours - plain append) / plain append ≤ 20 %.
 Timings are wall-clock on whatever else the machine runs at the same time."""
 
 from __future__ import annotations
