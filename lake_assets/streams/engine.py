@@ -215,13 +215,16 @@ def show_streams(session: LakeSession) -> Result:
 
 
 def describe_stream(session: LakeSession, stmt: DescribeObject) -> Result:
-    catalog = session.catalog
     spark = session.spark
-    entry = offsets.resolve(spark, catalog, catalog.get(StreamEntry, stmt.name))
-    stale_reason = _stale_reason(session, entry)
-    commits = [] if stale_reason else history(spark, entry.source_location)
+    entry = session.catalog.get(StreamEntry, stmt.name)
+    stale_reason = None
+    commits: list[Commit] = []
+    try:  # pinning settles a dead consumer's claim and reads the source's history once
+        pinned = offsets.pin(spark, session.catalog, stmt.name)
+        entry, commits = pinned.entry, pinned.commits
+    except LakeError as error:
+        stale_reason = error.what
     times = {commit.version: commit.timestamp for commit in commits}
-    latest = commits[0].version if commits else None
     pending = [c for c in commits if c.version > entry.offset]
     # Files a commit removes become vacuumable FILE_RETENTION after it: the oldest pending
     # commit's, or the offset's while nothing is pending.
@@ -234,7 +237,7 @@ def describe_stream(session: LakeSession, stmt: DescribeObject) -> Result:
         show_initial_rows=entry.show_initial_rows,
         offset_version=entry.offset,
         offset_time=times.get(entry.offset),
-        source_latest_version=latest,
+        source_latest_version=commits[0].version if commits else None,
         pending_commits=len(pending),
         stale=stale_reason is not None,
         stale_reason=stale_reason,
@@ -243,14 +246,6 @@ def describe_stream(session: LakeSession, stmt: DescribeObject) -> Result:
         comment=entry.comment,
         created_at=entry.created_at,
     )
-
-
-def _stale_reason(session: LakeSession, entry: StreamEntry) -> str | None:
-    try:
-        offsets.pin(session.spark, session.catalog, entry.name)
-    except LakeError as error:
-        return error.what
-    return None
 
 
 drop_stream = drop_object(StreamEntry)
