@@ -21,8 +21,8 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.types import DataType, StructType
 
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.commits import Marker, find, new_record, writer_options
-from lake_assets.core.delta import latest_version, quote_name, row_changes
+from lake_assets.core.commits import writer_options
+from lake_assets.core.delta import latest_version, quote_name
 from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
 from lake_assets.core.results import Result
@@ -37,7 +37,7 @@ from lake_assets.sql.tokens import TokenCursor, tokenize
 from lake_assets.sql.types import SUPPORTED, parse_column_type
 from lake_assets.streams import offsets
 from lake_assets.streams.reading import StreamRead
-from lake_assets.tables.dml import record_commit_state
+from lake_assets.tables.dml import commit_write
 from lake_assets.tables.engine import create_table, drop_table
 from lake_assets.tables.entry import TableEntry
 from lake_assets.tables.grammar import CreateTable, DropTable
@@ -250,27 +250,24 @@ class Session:
             drop_table(self.lake, DropTable(name))
 
     def _write(self, frame: LakeFrame, name: str, overwrite: bool) -> Result:
-        """One tagged commit inside `consuming`, then the table's state recorded, as DML does."""
+        """One tagged commit inside `consuming`, as SQL DML commits."""
         spark, catalog = self.spark, self.lake.catalog
-        target = catalog.get(TableEntry, name)
-        operation = OVERWRITE if overwrite else "INSERT"
         reads = _consumable(frame.stream_reads)
-        before = latest_version(spark, target.location)
-        record = new_record(Marker.STATEMENT, operation=operation)
-        writer = (
-            frame.dataframe.write.format("delta")
-            .mode("overwrite" if overwrite else "append")
-            .options(**writer_options(record))
+
+        def write(location: str, record: dict[str, Any]) -> None:
+            writer = frame.dataframe.write.format("delta").mode(
+                "overwrite" if overwrite else "append"
+            )
+            writer.options(**writer_options(record)).save(location)
+
+        return commit_write(
+            spark,
+            catalog,
+            name,
+            OVERWRITE if overwrite else "INSERT",
+            functools.partial(offsets.consuming, spark, catalog, reads),
+            write,
         )
-        with offsets.consuming(spark, catalog, reads, target.location, before, record):
-            writer.save(target.location)
-        commit = find(spark, target.location, record, after=before)
-        if commit is None:
-            return Result.status(f"{operation}: no change to {name}")
-        # An overwrite's metrics count the rows written, not those it replaced: count afresh.
-        changes = None if overwrite else row_changes(commit.operation, commit.operation_metrics)
-        rows = record_commit_state(spark, catalog, target, commit.version, changes)
-        return Result.status(f"{operation}: {name} is at version {commit.version} with {rows} rows")
 
 
 @dataclass(frozen=True)

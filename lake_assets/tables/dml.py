@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import SparkSession
 
@@ -25,32 +27,54 @@ def execute_dml(session: LakeSession, stmt: Dml) -> Result:
     )
 
 
+# A consuming context around the write (Bound.consuming, offsets.consuming), and the write
+# itself: both take the target's location; they get the version it was read at and the record.
+Consuming = Callable[[str, int, dict[str, Any]], AbstractContextManager[None]]
+Write = Callable[[str, dict[str, Any]], None]
+
+
 def run_dml(spark: SparkSession, catalog: Catalog, stmt: Dml, bound: Bound) -> Result:
-    """Run a bound DML statement (consuming the streams it reads) and record the table's new
-    version and row count."""
-    target = catalog.get(TableEntry, stmt.target)
+    """Run a bound DML statement, consuming the streams it reads."""
+
+    def write(location: str, record: dict[str, Any]) -> None:
+        with committing(spark, record):
+            spark.sql(bound.sql).collect()
+
+    return commit_write(spark, catalog, stmt.target, stmt.operation, bound.consuming, write)
+
+
+def commit_write(
+    spark: SparkSession,
+    catalog: Catalog,
+    name: str,
+    operation: str,
+    consuming: Consuming,
+    write: Write,
+) -> Result:
+    """One tagged commit to table `name` (SQL DML or a DataFrame save), found again by its tag,
+    and the table's new version and row count recorded."""
+    target = catalog.get(TableEntry, name)
     before = latest_version(spark, target.location)
-    record = new_record(Marker.STATEMENT, operation=stmt.operation)
-    with bound.consuming(target.location, before, record), committing(spark, record):
-        spark.sql(bound.sql).collect()
+    record = new_record(Marker.STATEMENT, operation=operation)
+    with consuming(target.location, before, record):
+        write(target.location, record)
     commit = find(spark, target.location, record, after=before)
     if commit is None:
-        return Result.status(f"{stmt.operation}: no change to {stmt.target}")
+        return Result.status(f"{operation}: no change to {name}")
     version = commit.version
     changes = row_changes(commit.operation, commit.operation_metrics)
-    if stmt.operation == OVERWRITE:
+    if operation == OVERWRITE:
         # Its metrics count the rows written, not the rows it replaced: count the table.
         rows = record_commit_state(spark, catalog, target, version, None)
         written = changes[0] if changes else "?"
         return Result.status(
-            f"{OVERWRITE}: {written} rows written; {stmt.target} is at version {version} "
-            f"with {rows} rows"
+            f"{OVERWRITE}: {written} rows written; {name} is at version {version} with {rows} rows"
         )
     rows = record_commit_state(spark, catalog, target, version, changes)
     inserted, updated, deleted = changes or ("?", "?", "?")
     return Result.status(
-        f"{stmt.operation}: {inserted} inserted, {updated} updated, {deleted} deleted; "
-        f"{stmt.target} is at version {version} with {rows} rows"
+        f"{operation}: {inserted} inserted, {updated} updated, {deleted} deleted; "
+        f"{name} is at version {version} with {rows} rows"
     )
 
 
