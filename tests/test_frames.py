@@ -4,7 +4,6 @@ a real `lake spark-server` (Spark Connect)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ from lake_assets.frames import LakeFrame, SqlResult, session_settings
 from lake_assets.session import Session
 from lake_assets.tables.entry import TableEntry
 from resources.spark import DeltaSparkResource
-from resources.spark_server import free_port, server_url, spawn_server, stop
+from tests.connect_server import connect_server
 
 ORDERS = """
     CREATE TABLE IF NOT EXISTS orders (
@@ -400,19 +399,9 @@ def test_a_dagster_asset_builds_a_session_on_the_projects_spark_resource(
 
 @pytest.fixture
 def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A `lake spark-server` of this test's own (its teardown leaves PySpark in local mode)."""
-    home = tmp_path_factory.mktemp("frames-connect")
-    env = {**os.environ, "LAKE_HOME": str(home / "lake")}
-    env.pop("LAKE_SPARK_REMOTE", None)
-    port = free_port()
-    with (home / "server.log").open("wb") as log:
-        server = spawn_server(port, env, log)
-    try:
-        yield server_url(port)
-    finally:
-        os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
-        stop(server)
-    assert server.returncode == 0, (home / "server.log").read_text()
+    """A `lake spark-server` of this test's own."""
+    with connect_server(tmp_path_factory.mktemp("frames-connect")) as url:
+        yield url
 
 
 def test_streams_consume_over_spark_connect(connect_url: str, tmp_path: Path) -> None:

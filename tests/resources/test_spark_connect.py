@@ -3,7 +3,6 @@ run through Connect sessions (the only test module that starts a second JVM)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,28 +18,15 @@ from resources.spark_server import (
     SERVER_CLASS,
     free_port,
     server_command,
-    server_url,
-    spawn_server,
-    stop,
 )
+from tests.connect_server import connect_server
 from tests.ingest_helpers import files, local_volume, message, put, rows
 
 
 @pytest.fixture(scope="module")
 def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    home = tmp_path_factory.mktemp("connect-server")
-    env = {**os.environ, "LAKE_HOME": str(home / "lake")}
-    env.pop("LAKE_SPARK_REMOTE", None)
-    port = free_port()
-    with (home / "server.log").open("wb") as log:
-        server = spawn_server(port, env, log)
-    try:
-        yield server_url(port)
-    finally:
-        # Connect sessions switch pyspark.sql.functions to Connect mode; the other tests are local.
-        os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
-        stop(server)
-    assert server.returncode == 0, (home / "server.log").read_text()
+    with connect_server(tmp_path_factory.mktemp("connect-server")) as url:
+        yield url
 
 
 @pytest.fixture
