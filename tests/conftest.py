@@ -29,7 +29,11 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     home = tmp_path_factory.mktemp("spark-home")
     settings = LakeSettings.from_env()
-    settings = LakeSettings(lake_home=home, jars_dir=settings.jars_dir)
+    # One JVM serves ~600 tests (thousands of Delta tables, each log cached): 2g ran out late in
+    # the suite and broadcasts failed with "Not enough memory to build and broadcast the table".
+    settings = LakeSettings(
+        lake_home=home, jars_dir=settings.jars_dir, spark_conf={"spark.driver.memory": "4g"}
+    )
     resource = DeltaSparkResource.from_settings(settings, console_log=str(home / "console.log"))
     session = resource.spark_session
     yield session
