@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.delta import delta_ref, quote_name, sql_string
+from lake_assets.core.delta import quote_name, sql_string
 from lake_assets.core.entries import Column, RefreshRecord
 from lake_assets.core.errors import LakeError
 from lake_assets.core.lifecycle import name_taken
@@ -33,7 +33,7 @@ from lake_assets.dynamic_tables.refresh import (
 from lake_assets.sql.binding import referenced_tables
 from lake_assets.sql.statements import DescribeObject, DropObject
 from lake_assets.streams.entry import StreamEntry
-from lake_assets.tables.engine import enable_change_tracking, remove_files
+from lake_assets.tables.engine import create_delta_table, enable_change_tracking, remove_files
 from lake_assets.tables.entry import TableEntry
 
 if TYPE_CHECKING:
@@ -102,15 +102,16 @@ def create_dynamic_table(session: LakeSession, stmt: CreateDynamicTable) -> Resu
         f"{quote_name(name)} {f.dataType.simpleString()}"
         for name, f in zip(plan.hidden, schema.fields[len(visible) :], strict=True)
     ]
-    comment = f" COMMENT {sql_string(stmt.comment)}" if stmt.comment else ""
     # A projection's refresh deletes rows scattered over a table as large as its sources:
     # deletion vectors mark them instead of rewriting every file. An aggregate is small and
     # every file is touched anyway, where rewriting measured faster.
     vectors = "false" if plan.shape == AGGREGATE else "true"
-    spark.sql(
-        f"CREATE TABLE {delta_ref(location)} ({', '.join(definitions)}) USING delta{comment} "
-        "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true', "
-        f"'delta.enableDeletionVectors' = '{vectors}')"
+    create_delta_table(
+        spark,
+        location,
+        definitions,
+        stmt.comment,
+        {"delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": vectors},
     )
     entry = DynamicTableEntry(
         stmt.name,

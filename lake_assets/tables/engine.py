@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,11 @@ if TYPE_CHECKING:
 # Seed table properties and the Delta properties they map to.
 _DELTA_PROPERTIES = {"change_tracking": "delta.enableChangeDataFeed"}
 _BOOLEAN_VALUES = ("true", "false")
+# Every Delta table the lakehouse creates tracks row ids from its first commit: a row's
+# `_metadata.row_commit_version` is then the commit that wrote it (a stream's old images show
+# it), where turning row tracking on later stamps every existing row with the backfill commit.
+# The change data feed stays off until change tracking or a stream asks for it.
+CREATED_PROPERTIES = {"delta.enableRowTracking": "true"}
 
 
 def _delta_properties(properties: dict[str, str]) -> dict[str, str]:
@@ -54,13 +60,12 @@ def create_table(session: LakeSession, stmt: CreateTable) -> Result:
         return taken
     # A fresh directory per table: a dropped table's files can never leak into a new one.
     location = str(session.warehouse / f"{stmt.name}-{uuid.uuid4().hex[:12]}")
-    columns = ", ".join(
+    columns = [
         f"{quote_name(column.name)} {column.type}"
         + (f" COMMENT {sql_string(column.comment)}" if column.comment else "")
         for column in stmt.columns
-    )
-    comment = f" COMMENT {sql_string(stmt.comment)}" if stmt.comment else ""
-    session.spark.sql(f"CREATE TABLE {delta_ref(location)} ({columns}) USING delta{comment}")
+    ]
+    create_delta_table(session.spark, location, columns, stmt.comment)
     try:
         entry = catalog.add(TableEntry(stmt.name, location, stmt.columns, stmt.comment))
     except LakeError:
@@ -68,6 +73,25 @@ def create_table(session: LakeSession, stmt: CreateTable) -> Result:
         raise
     catalog.record_table_state(entry, 0, 0)
     return Result.status(f"created table {stmt.name}")
+
+
+def create_delta_table(
+    spark: SparkSession,
+    location: str,
+    columns: Sequence[str],
+    comment: str | None,
+    properties: Mapping[str, str] | None = None,
+) -> None:
+    """The one place Delta tables are created, so each starts with CREATED_PROPERTIES."""
+    settings = {**CREATED_PROPERTIES, **(properties or {})}
+    assignments = ", ".join(
+        f"{sql_string(key)} = {sql_string(value)}" for key, value in settings.items()
+    )
+    described = f" COMMENT {sql_string(comment)}" if comment else ""
+    spark.sql(
+        f"CREATE TABLE {delta_ref(location)} ({', '.join(columns)}) USING delta{described} "
+        f"TBLPROPERTIES ({assignments})"
+    )
 
 
 def drop_table(session: LakeSession, stmt: DropTable) -> Result:

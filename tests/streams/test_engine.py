@@ -335,12 +335,6 @@ def test_a_refused_create_stream_changes_nothing(lake: LakeSession) -> None:
     assert history(lake, "t") == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rows written before row tracking was turned on carry the ROW TRACKING BACKFILL "
-    "commit as _metadata.row_commit_version, and reading.py reports that version (and its time) "
-    "for their old images instead of the commit that wrote them",
-)
 def test_old_images_of_rows_written_before_the_stream_carry_the_version_that_wrote_them(
     lake: LakeSession,
 ) -> None:
