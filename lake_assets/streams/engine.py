@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
-from lake_assets.core.delta import Commit, delta_ref, history, sql_string
+from lake_assets.core.delta import Commit, delta_ref, history, latest_version, sql_string
 from lake_assets.core.errors import LakeError
 from lake_assets.core.lifecycle import drop_object, name_taken
 from lake_assets.core.results import Result
@@ -17,8 +17,7 @@ from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.sql.statements import DescribeObject
 from lake_assets.streams import offsets
 from lake_assets.streams.entry import StreamEntry
-from lake_assets.streams.grammar import AlterStreamOffset, CreateStream, Position
-from lake_assets.streams.reading import StreamRead, change_query
+from lake_assets.streams.grammar import LATEST, AlterStreamOffset, CreateStream, Position
 from lake_assets.tables.entry import TableEntry
 
 if TYPE_CHECKING:
@@ -31,6 +30,19 @@ _SOURCES: dict[str, type[Source]] = {
 }
 _CHANGE_FEED = "delta.enableChangeDataFeed"
 _ROW_TRACKING = "delta.enableRowTracking"
+# Delta operations that only add or remove data files: they never change a table's properties.
+_DATA_ONLY = frozenset(
+    {
+        "WRITE",
+        "STREAMING UPDATE",
+        "UPDATE",
+        "DELETE",
+        "MERGE",
+        "OPTIMIZE",
+        "VACUUM START",
+        "VACUUM END",
+    }
+)
 
 
 def create_stream(session: LakeSession, stmt: CreateStream) -> Result:
@@ -42,9 +54,14 @@ def create_stream(session: LakeSession, stmt: CreateStream) -> Result:
         return taken
     source = _source(session, stmt)
     spark = session.spark
-    turned_on = _track_changes(session, source, stmt.mode)
     commits = history(spark, source.location)
     offset = _version_at(stmt.at, commits, source.name)
+    if stmt.at != LATEST:
+        # Before anything is turned on: a refused CREATE changes nothing.
+        _check_tracked(spark, source.name, source.location, stmt.mode, offset, commits)
+    turned_on = _track_changes(session, source, stmt.mode)
+    if turned_on:
+        offset = latest_version(spark, source.location)
     entry = StreamEntry(
         stmt.name,
         source.name,
@@ -56,7 +73,6 @@ def create_stream(session: LakeSession, stmt: CreateStream) -> Result:
         initial_pending=stmt.show_initial_rows,
         comment=stmt.comment,
     )
-    _check_readable(spark, entry, source, commits)
     if stmt.or_replace:
         # Consumers that read the replaced stream must not move the new one.
         old = catalog.find(StreamEntry, stmt.name)
@@ -88,17 +104,25 @@ def _source(session: LakeSession, stmt: CreateStream) -> Source:
     return found
 
 
-def _track_changes(session: LakeSession, source: Source, mode: StreamMode) -> bool:
-    """Turn on the change data feed (and row tracking, which STANDARD's row identity needs);
-    whether anything had to be turned on."""
-    spark = session.spark
-    location = source.location
+def _untracked(
+    spark: SparkSession, location: str, mode: StreamMode, version: int | None
+) -> list[str]:
+    """The properties a stream of `mode` reads by that are off at `version` (None: now): the
+    change data feed, and row tracking, which STANDARD's row identity needs."""
+    at = location if version is None else f"{location}@v{int(version)}"
     properties = {
         row["key"]: row["value"]
-        for row in spark.sql(f"SHOW TBLPROPERTIES {delta_ref(location)}").collect()
+        for row in spark.sql(f"SHOW TBLPROPERTIES {delta_ref(at)}").collect()
     }
     wanted = [_CHANGE_FEED] + ([_ROW_TRACKING] if mode is StreamMode.STANDARD else [])
-    missing = [key for key in wanted if properties.get(key, "false").lower() != "true"]
+    return [key for key in wanted if properties.get(key, "false").lower() != "true"]
+
+
+def _track_changes(session: LakeSession, source: Source, mode: StreamMode) -> bool:
+    """Turn on what a stream of `mode` reads by; whether anything had to be turned on."""
+    spark = session.spark
+    location = source.location
+    missing = _untracked(spark, location, mode, None)
     if not missing:
         return False
     assignments = ", ".join(f"{sql_string(key)} = 'true'" for key in missing)
@@ -146,24 +170,25 @@ def _timestamp(text: str) -> datetime:
     return moment
 
 
-def _check_readable(
-    spark: SparkSession, entry: StreamEntry, source: Source, commits: list[Commit]
+def _check_tracked(
+    spark: SparkSession,
+    source: str,
+    location: str,
+    mode: StreamMode,
+    offset: int,
+    commits: list[Commit],
 ) -> None:
-    """Refuse an offset from before change tracking was on: its changes cannot be read."""
-    latest = commits[0].version
-    if entry.offset >= latest:
-        return
-    read = StreamRead(entry.name, entry.generation, entry.offset, latest, False)
-    columns = [source.columns[0].name]
-    try:
-        spark.sql(change_query(entry, read, columns, commits)).limit(1).collect()
-    except Exception as error:
-        if "DELTA_CHANGELOG_REQUIRES_ROW_TRACKING" in str(error) or "CHANGE_DATA" in str(error):
+    """Refuse an offset whose later changes were not all tracked: tracking must be on at the
+    offset and stay on, so the offset's table state and every commit that may have changed a
+    property since (anything but a data operation) are looked at, from the Delta log."""
+    changed = (c.version for c in commits if c.version > offset and c.operation not in _DATA_ONLY)
+    versions = [offset, *sorted(changed)]
+    for version in versions:
+        if _untracked(spark, location, mode, version):
             raise LakeError(
-                f"{entry.source} had no change tracking at version {entry.offset}",
+                f"{source} had no change tracking at version {version}",
                 "pick a version from when change tracking was on, or leave out AT",
-            ) from None
-        raise
+            )
 
 
 def alter_offset(session: LakeSession, stmt: AlterStreamOffset) -> Result:
@@ -173,9 +198,7 @@ def alter_offset(session: LakeSession, stmt: AlterStreamOffset) -> Result:
     spark = session.spark
     commits = history(spark, entry.source_location)
     version = _version_at(stmt.to, commits, entry.source)
-    source = catalog.relation(entry.source)
-    assert isinstance(source, TableEntry | DynamicTableEntry)
-    _check_readable(spark, replace(entry, offset=version), source, commits)
+    _check_tracked(spark, entry.source, entry.source_location, entry.mode, version, commits)
     catalog.update(
         StreamEntry,
         stmt.name,

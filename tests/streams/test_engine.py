@@ -303,12 +303,6 @@ def test_an_append_only_stream_at_a_version_before_change_tracking_is_refused(
     assert rows(lake, "SHOW STREAMS") == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine._check_readable knows DELTA_CHANGELOG_REQUIRES_ROW_TRACKING and CHANGE_DATA "
-    "only; Delta 4.4 raises DELTA_CHANGELOG_ROW_TRACKING_DISABLED_IN_RANGE, which reaches the "
-    "user as Delta's own message with the generic --debug hint",
-)
 def test_a_standard_stream_at_a_version_before_change_tracking_is_refused(
     lake: LakeSession,
 ) -> None:
@@ -319,11 +313,6 @@ def test_a_standard_stream_at_a_version_before_change_tracking_is_refused(
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine.create_stream turns change tracking on (an ALTER TABLE commit on the source "
-    "and change_tracking in the catalog) before _check_readable refuses the AT, and keeps it",
-)
 def test_a_refused_create_stream_changes_nothing(lake: LakeSession) -> None:
     lake.sql(f"{TABLE}; INSERT INTO t VALUES (1, 'a', 1)")
     before = history(lake, "t")
@@ -333,6 +322,39 @@ def test_a_refused_create_stream_changes_nothing(lake: LakeSession) -> None:
         "WITH PROPERTIES ('TABLE_STREAM_MODE' = 'APPEND_ONLY')",
     )
     assert history(lake, "t") == before
+
+
+def test_a_stream_at_the_latest_version_of_an_untracked_table_is_refused_and_changes_nothing(
+    lake: LakeSession,
+) -> None:
+    lake.sql(f"{TABLE}; INSERT INTO t VALUES (1, 'a', 1)")
+    before = history(lake, "t")
+    assert refused(lake, f"CREATE TABLE STREAM s ON TABLE t AT (VERSION => {latest(lake, 't')})")
+    assert history(lake, "t") == before
+    assert rows(lake, "SHOW TABLES")[0][2] is False
+    assert rows(lake, "SHOW STREAMS") == []
+
+
+def test_an_offset_is_refused_when_tracking_was_off_at_any_version_after_it(
+    lake: LakeSession,
+) -> None:
+    on = tracked(lake, "INSERT INTO t VALUES (1, 'a', 1)")
+    lake.sql("ALTER TABLE t SET PROPERTIES ('change_tracking' = 'false')")
+    off = latest(lake, "t")
+    lake.sql(
+        "INSERT INTO t VALUES (2, 'b', 2); "
+        "ALTER TABLE t SET PROPERTIES ('change_tracking' = 'true')"
+    )
+    back = latest(lake, "t")
+    expected = (
+        f"t had no change tracking at version {off} — "
+        "pick a version from when change tracking was on, or leave out AT"
+    )
+    assert refused(lake, f"CREATE TABLE STREAM s2 ON TABLE t AT (VERSION => {on})") == expected
+    assert refused(lake, f"ALTER STREAM s SET OFFSET (VERSION => {on})") == expected
+    assert message(lake, f"CREATE TABLE STREAM s2 ON TABLE t AT (VERSION => {back})") == (
+        f"created stream s2 on table t at version {back}"
+    )
 
 
 def test_old_images_of_rows_written_before_the_stream_carry_the_version_that_wrote_them(
@@ -506,6 +528,7 @@ CONSUMERS = {
     ),
     "delete": ("DELETE FROM tgt WHERE id IN (SELECT id - 1 FROM s)", [(1, "a", 1)]),
 }
+
 SUBQUERY_BUG = pytest.mark.xfail(
     strict=True,
     reason="Delta refuses subqueries in UPDATE/DELETE conditions (DELTA_UNSUPPORTED_SUBQUERY: "
