@@ -100,6 +100,26 @@ def latest_version(spark: SparkSession, location: str) -> int:
     return history(spark, location, 1)[0].version
 
 
+def table_properties(spark: SparkSession, location: str) -> dict[str, str]:
+    """The table's properties now (Delta's own keys included)."""
+    return {
+        row["key"]: row["value"]
+        for row in spark.sql(f"SHOW TBLPROPERTIES {delta_ref(location)}").collect()
+    }
+
+
+def log_actions(location: str, version: int) -> list[dict[str, Any]] | None:
+    """The actions of one commit, from a local log; None for other stores or an expired one."""
+    log = _local_log(location)
+    if log is None:
+        return None
+    try:
+        with open(log / f"{version:020d}.json", encoding="utf-8") as lines:
+            return [json.loads(line) for line in lines if line.strip()]
+    except FileNotFoundError:
+        return None
+
+
 def _local_log(location: str) -> Path | None:
     if "://" in location and not location.startswith("file:"):
         return None

@@ -27,6 +27,7 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.commits import Marker, find
 from lake_assets.core.delta import Commit, history
 from lake_assets.core.errors import LakeError
+from lake_assets.streams.changelog import RangeFiles, missing, range_files
 from lake_assets.streams.entry import Claim, StreamEntry
 from lake_assets.streams.reading import StreamRead, change_query
 
@@ -81,14 +82,16 @@ def _settle(catalog: Catalog, name: str, tag: str, moved: bool) -> StreamEntry:
 @dataclass(frozen=True)
 class Pinned:
     """A stream, the range a statement starting now reads (its offset to the source's latest
-    version), and the source's commits (newest first) to that version."""
+    version), the source's commits (newest first) to that version, and the files the range
+    wrote when its log could be read."""
 
     entry: StreamEntry
     read: StreamRead
     commits: list[Commit]
+    files: RangeFiles | None = None
 
     def query(self, columns: Sequence[str]) -> str:
-        return change_query(self.entry, self.read, columns, self.commits)
+        return change_query(self.entry, self.read, columns, self.commits, self.files)
 
 
 def pin(spark: SparkSession, catalog: Catalog, name: str) -> Pinned:
@@ -99,7 +102,14 @@ def pin(spark: SparkSession, catalog: Catalog, name: str) -> Pinned:
     if entry.offset < end and earliest > entry.offset + 1:
         raise stale(entry, f"the versions after {entry.offset} of {entry.source} have expired")
     read = StreamRead(name, entry.generation, entry.offset, end, entry.initial_pending)
-    return Pinned(entry, read, commits)
+    files = range_files(spark, entry.source_location, entry.offset, end)
+    if files is not None and missing(entry.source_location, files):
+        raise stale(
+            entry,
+            f"files that the changes after version {entry.offset} of {entry.source} need were "
+            "removed (VACUUM)",
+        )
+    return Pinned(entry, read, commits, files)
 
 
 def check_source(catalog: Catalog, entry: StreamEntry) -> None:

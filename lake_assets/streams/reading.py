@@ -12,6 +12,7 @@ from datetime import datetime
 
 from lake_assets.core.delta import Commit, delta_ref, quote_name, sql_string
 from lake_assets.core.states import ChangeType, StreamMode
+from lake_assets.streams.changelog import CHANGE_FOLDER, RangeFiles
 from lake_assets.streams.entry import StreamEntry
 
 CHANGE_TYPE = "__change_type"
@@ -28,6 +29,11 @@ _CHANGE_TYPES = {
 }
 _VERSION = "__lake_image_version"
 _TIME = "__lake_image_time"
+# Working columns of the direct reader: the row id, the commit of a change, before (0) or
+# after (1) it, the change's position in the row's history and that history's length.
+_ROW, _COMMIT, _SIDE = "__lake_row", "__lake_commit", "__lake_side"
+_FILE, _INDEX = "__lake_file", "__lake_index"
+_FIRST, _LAST, _AT, _COUNT = "__lake_first", "__lake_last", "__lake_at", "__lake_count"
 
 
 @dataclass(frozen=True)
@@ -43,20 +49,27 @@ class StreamRead:
 
 
 def change_query(
-    entry: StreamEntry, read: StreamRead, columns: Sequence[str], commits: Sequence[Commit]
+    entry: StreamEntry,
+    read: StreamRead,
+    columns: Sequence[str],
+    commits: Sequence[Commit],
+    files: RangeFiles | None = None,
 ) -> str:
     """The stream's rows: `__change_type`, `__commit_version`, `__commit_timestamp`, then the
-    source's `columns`; `commits` are the source's, for the times of old row images."""
+    source's `columns`; `commits` are the source's, for the times of old row images, and
+    `files` what the range wrote, when its log was read."""
     location = entry.source_location
     if entry.mode is StreamMode.APPEND_ONLY:
-        inserted = _inserted(location, read, columns)
+        inserted = _inserted(location, read, columns, commits)
         if not read.initial:
             return inserted
         return f"{_snapshot(location, read.start, columns, commits)} UNION ALL {inserted}"
     if read.initial:
         return _snapshot(location, read.end, columns, commits)
-    if read.start >= read.end:
+    if read.start >= read.end or (files is not None and files.direct and not files.needed()):
         return _nothing(location, read.end, columns)
+    if files is not None and files.direct:
+        return _stamped(_direct_net_changes(location, files, columns), read.end, columns, commits)
     return _net_changes(location, read, columns, commits)
 
 
@@ -78,16 +91,88 @@ def _net_changes(
     return _stamped(changes, read.end, columns, commits)
 
 
-def _inserted(location: str, read: StreamRead, columns: Sequence[str]) -> str:
+def _direct_net_changes(location: str, files: RangeFiles, columns: Sequence[str]) -> str:
+    """Delta's net changes, from the range's change files and new files only: per row id, its
+    first change shows whether it existed at the offset (and its image then), its last whether
+    it exists at the end (and its image now)."""
+    parts = [_change_files(location, files, columns), _new_files(location, files, columns)]
+    ordered = f"PARTITION BY {_ROW} ORDER BY {_COMMIT}, {_SIDE}"
+    whole = f"{ordered} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING"
+    history = (
+        f"SELECT *, row_number() OVER ({ordered}) AS {_AT}, "
+        f"count(1) OVER (PARTITION BY {_ROW}) AS {_COUNT}, "
+        f"first({_SIDE}) OVER ({whole}) AS {_FIRST}, last({_SIDE}) OVER ({whole}) AS {_LAST} "
+        f"FROM ({' UNION ALL '.join(part for part in parts if part)})"
+    )
+    before, after = _literal(ChangeType.UPDATE_BEFORE), _literal(ChangeType.UPDATE_AFTER)
+    return (
+        f"SELECT CASE WHEN {_FIRST} = 0 AND {_LAST} = 1 THEN IF({_AT} = 1, {before}, {after}) "
+        f"WHEN {_FIRST} = 0 THEN {_literal(ChangeType.DELETE)} "
+        f"ELSE {_literal(ChangeType.INSERT)} END AS {CHANGE_TYPE}, {_select(columns)}, {_VERSION} "
+        f"FROM ({history}) WHERE ({_AT} = 1 AND {_FIRST} = 0) "
+        f"OR ({_AT} = {_COUNT} AND {_LAST} = 1)"
+    )
+
+
+def _change_files(location: str, files: RangeFiles, columns: Sequence[str]) -> str:
+    """The change files' rows: a postimage's version is its commit's, others carry theirs. A
+    MERGE's new rows have no row id there; each gets a negative one of its own (range_files
+    reads Delta's way any range that changes such a row again)."""
+    if not files.changes:
+        return ""
+    row_id, row_version = (quote_name(name) for name in files.row_columns)
+    versions = ", ".join(
+        f"({sql_string(_name(path))}, {version}, {number})"
+        for number, (path, version) in enumerate(files.changes)
+    )
+    glob = _glob(location, CHANGE_FOLDER, [path for path, _ in files.changes])
+    return (
+        f"SELECT /*+ BROADCAST(f) */ {_select(columns, 'c')}, "
+        f"coalesce(c.{row_id}, -1 - f.o * 4294967296 - c.{_INDEX}) AS {_ROW}, "
+        f"f.v AS {_COMMIT}, coalesce(c.{row_version}, f.v) AS {_VERSION}, "
+        f"IF(c._change_type IN ('delete', 'update_preimage'), 0, 1) AS {_SIDE} "
+        f"FROM (SELECT *, _metadata.file_name AS {_FILE}, _metadata.row_index AS {_INDEX} "
+        f"FROM parquet.{glob}) AS c JOIN (VALUES {versions}) AS f(n, v, o) ON c.{_FILE} = f.n"
+    )
+
+
+def _new_files(location: str, files: RangeFiles, columns: Sequence[str]) -> str:
+    """Insert-only commits' rows: row id = the file's base row id + the row's index."""
+    if not files.inserted:
+        return ""
+    bases = ", ".join(f"({sql_string(_name(p))}, {base}, {v})" for p, base, v in files.inserted)
+    glob = _glob(location, "", [path for path, _, _ in files.inserted])
+    return (
+        f"SELECT /*+ BROADCAST(f) */ {_select(columns, 'i')}, f.b + i.{_INDEX} AS {_ROW}, "
+        f"f.v AS {_COMMIT}, f.v AS {_VERSION}, 1 AS {_SIDE} "
+        f"FROM (SELECT *, _metadata.file_name AS {_FILE}, _metadata.row_index AS {_INDEX} "
+        f"FROM parquet.{glob}) AS i JOIN (VALUES {bases}) AS f(n, b, v) ON i.{_FILE} = f.n"
+    )
+
+
+def _glob(location: str, folder: str, paths: Sequence[str]) -> str:
+    """One quoted path that matches exactly `paths` (file names in `folder`)."""
+    names = sorted({_name(path) for path in paths})
+    pattern = names[0] if len(names) == 1 else "{" + ",".join(names) + "}"
+    return quote_name("/".join(part for part in (location.rstrip("/"), folder, pattern) if part))
+
+
+def _name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def _inserted(
+    location: str, read: StreamRead, columns: Sequence[str], commits: Sequence[Commit]
+) -> str:
     """The rows inserted after the offset, with the values they were inserted with."""
     if read.start >= read.end:
         return _nothing(location, read.end, columns)
-    return (
-        f"SELECT {_literal(ChangeType.INSERT)} AS {CHANGE_TYPE}, "
-        f"_commit_version AS {COMMIT_VERSION}, _commit_timestamp AS {COMMIT_TIMESTAMP}, "
-        f"{_select(columns)} FROM table_changes_by_path({sql_string(location)}, "
+    rows = (
+        f"SELECT {_literal(ChangeType.INSERT)} AS {CHANGE_TYPE}, {_select(columns)}, "
+        f"_commit_version AS {_VERSION} FROM table_changes_by_path({sql_string(location)}, "
         f"{int(read.start) + 1}, {int(read.end)}) WHERE _change_type = 'insert'"
     )
+    return _stamped(rows, read.end, columns, commits)
 
 
 def _snapshot(
@@ -132,8 +217,9 @@ def _timestamp(moment: datetime) -> str:
     return f"TIMESTAMP'{moment.isoformat(sep=' ', timespec='microseconds')}'"
 
 
-def _select(columns: Sequence[str]) -> str:
-    return ", ".join(quote_name(column) for column in columns)
+def _select(columns: Sequence[str], alias: str = "") -> str:
+    prefix = f"{alias}." if alias else ""
+    return ", ".join(prefix + quote_name(column) for column in columns)
 
 
 def _literal(change_type: ChangeType) -> str:

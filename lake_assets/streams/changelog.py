@@ -1,0 +1,141 @@
+"""The files a range of a stream source's commits wrote, from the source's Delta log.
+
+Delta 4.4's own net-change reader (`CHANGES … 'netChanges'`) rebuilds every change from the
+whole files the range's commits added and removed, so a small UPDATE on a big table reads
+every row of every file it touched. The change data feed already holds each change once: a
+DML commit writes its changed rows to `_change_data` files with their row ids and the versions
+that wrote their old images, and an insert-only commit's rows are its new files (row id = the
+file's base row id + the row's index). A range whose commits all have one of these two shapes
+is read from those files alone; any other range (whole-file deletes, overwrites, schema or
+protocol changes, partitions, column mapping, deletion vectors, a log elsewhere than a local
+disk) goes through Delta's reader, which is also the tests' oracle for this one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from pyspark.sql import SparkSession
+
+from lake_assets.core.delta import log_actions, table_properties
+
+# Characters a Hadoop glob or our SQL path quoting would read as syntax.
+_GLOB = set("{}[]*?\\,`")
+CHANGE_FOLDER = "_change_data"
+# Delta's names for the hidden columns that hold row ids and row versions in rewritten files.
+ROW_ID_COLUMN = "delta.rowTracking.materializedRowIdColumnName"
+ROW_VERSION_COLUMN = "delta.rowTracking.materializedRowCommitVersionColumnName"
+
+
+@dataclass(frozen=True)
+class RangeFiles:
+    """What the commits after `start` up to `end` wrote. `direct` says whether their changes
+    can be read from `changes` (change files and their versions) and `inserted` (files of
+    insert-only commits: path, base row id, version) alone, whose hidden row id and row
+    version columns are `row_columns`; `touched` are the data files they added or removed,
+    which Delta's reader opens otherwise."""
+
+    changes: tuple[tuple[str, int], ...]
+    inserted: tuple[tuple[str, int, int], ...]
+    touched: tuple[str, ...]
+    direct: bool
+    row_columns: tuple[str, str] = ("", "")
+
+    def needed(self) -> tuple[str, ...]:
+        """The files, relative to the table, that reading the range opens."""
+        if self.direct:
+            return tuple(path for path, _ in self.changes) + tuple(p for p, _, _ in self.inserted)
+        return self.touched
+
+
+def range_files(spark: SparkSession, location: str, start: int, end: int) -> RangeFiles | None:
+    """The range's files, or None when its log cannot be read here (not on a local disk, or a
+    commit expired)."""
+    changes: list[tuple[str, int]] = []
+    inserted: list[tuple[str, int, int]] = []
+    touched: list[str] = []
+    direct, unnamed = not _GLOB & set(location), False
+    for version in range(start + 1, end + 1):
+        actions = log_actions(location, version)
+        if actions is None:
+            return None
+        files = _data_changes(actions)
+        touched += [action["path"] for _, action in files]
+        cdc = [action["path"] for kind, action in files if kind == "cdc"]
+        changes += [(path, version) for path in cdc]
+        shaped = _plain(actions, files) and (bool(cdc) or _insert_only(files, version))
+        # A later change to a row inserted without a row id could not be told from another row.
+        direct = direct and shaped and not (unnamed and cdc)
+        if direct and not cdc:
+            inserted += [(a["path"], a["baseRowId"], version) for _, a in files]
+        unnamed = unnamed or (bool(cdc) and _may_insert(actions))
+    return _with_row_columns(
+        spark, location, RangeFiles(*map(tuple, (changes, inserted, touched)), direct)
+    )
+
+
+def _with_row_columns(spark: SparkSession, location: str, files: RangeFiles) -> RangeFiles:
+    """`files` with the names of the hidden row columns their change files hold."""
+    if not (files.direct and files.changes):
+        return files
+    properties = table_properties(spark, location)
+    names = (properties.get(ROW_ID_COLUMN), properties.get(ROW_VERSION_COLUMN))
+    if properties.get("delta.columnMapping.mode", "none") != "none" or None in names:
+        return replace(files, inserted=(), direct=False)
+    return replace(files, row_columns=names)
+
+
+def _may_insert(actions: list[dict[str, Any]]) -> bool:
+    """Whether a commit's change files may hold new rows, which Delta writes there without
+    their row ids (a MERGE's inserts); UPDATE and DELETE only change rows that have ids."""
+    info = next((action["commitInfo"] for action in actions if "commitInfo" in action), {})
+    metrics = info.get("operationMetrics") or {}
+    if info.get("operation") in ("UPDATE", "DELETE"):
+        return False
+    return metrics.get("numTargetRowsInserted", "1") != "0"
+
+
+def _data_changes(actions: Iterable[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """The commit's file actions that change data: (kind, action) for add, remove and cdc."""
+    return [
+        (kind, action[kind])
+        for action in actions
+        for kind in ("add", "remove", "cdc")
+        if kind in action and (kind == "cdc" or action[kind].get("dataChange", True))
+    ]
+
+
+def _plain(actions: list[dict[str, Any]], files: list[tuple[str, dict[str, Any]]]) -> bool:
+    """No schema or protocol change, partition, deletion vector or unusual file name."""
+    if any("metaData" in action or "protocol" in action for action in actions):
+        return False
+    return not any(
+        action.get("partitionValues")
+        or action.get("deletionVector")
+        or (_GLOB | {"/", "%"}) & set(action["path"].removeprefix(f"{CHANGE_FOLDER}/"))
+        for _, action in files
+    )
+
+
+def _insert_only(files: list[tuple[str, dict[str, Any]]], version: int) -> bool:
+    """Only new files of new rows: their row ids and versions come from the add actions."""
+    return all(
+        kind == "add"
+        and action.get("baseRowId") is not None
+        and action.get("defaultRowCommitVersion") == version
+        for kind, action in files
+    )
+
+
+def missing(location: str, files: RangeFiles) -> list[str]:
+    """The range's needed files that are gone from a local table (removed by VACUUM)."""
+    root = _local(location)
+    return [path for path in files.needed() if not (root / _local(unquote(path))).exists()]
+
+
+def _local(path: str) -> Path:
+    """A local path or file: URI as a path (an absolute one replaces the root it joins)."""
+    return Path(path.removeprefix("file://").removeprefix("file:"))
