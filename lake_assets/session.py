@@ -34,6 +34,7 @@ from lake_assets.sql.statements import (
     Source,
     Statement,
 )
+from lake_assets.sql.subqueries import subquery_merge
 from lake_assets.streams import offsets
 from lake_assets.streams.entry import StreamEntry
 from lake_assets.streams.reading import StreamRead
@@ -182,14 +183,15 @@ class LakeSession:
         self, statement: Dml, relations: dict[str, CatalogObject]
     ) -> exp.Expression:
         """A DML statement's expression, refused when it writes a stream; a MERGE takes its
-        standard meaning (see sql.merge)."""
+        standard meaning (see sql.merge), and an UPDATE or DELETE with subqueries in its WHERE,
+        which Delta refuses, becomes the MERGE that means the same (see sql.subqueries)."""
         target = relations.get(statement.target)
         if isinstance(target, StreamEntry):
             raise target.mistaken_for(type(target))
         expression = statement.expression
         if isinstance(expression, exp.Merge) and target is not None:
-            expression = standard_merge(expression, [c.name for c in target.columns])
-        return expression
+            return standard_merge(expression, [c.name for c in target.columns])
+        return subquery_merge(expression)
 
     def stream_columns(self, entry: StreamEntry) -> list[str]:
         """The source's visible columns, which a stream shows after its metadata columns."""

@@ -527,26 +527,14 @@ CONSUMERS = {
         [(1, "a", 1), (2, "b", -1)],
     ),
     "delete": ("DELETE FROM tgt WHERE id IN (SELECT id - 1 FROM s)", [(1, "a", 1)]),
+    "delete not exists": (
+        "DELETE FROM tgt WHERE NOT EXISTS (SELECT 1 FROM s WHERE s.id = tgt.id + 1)",
+        [(2, "b", 2)],
+    ),
 }
 
-SUBQUERY_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="Delta refuses subqueries in UPDATE/DELETE conditions (DELTA_UNSUPPORTED_SUBQUERY: "
-    "'Subqueries are not supported in the UPDATE/DELETE'), and tables/dml.py hands the "
-    "statement to Spark as written",
-)
 
-
-@pytest.mark.parametrize(
-    "consumer",
-    [
-        "insert",
-        "insert overwrite",
-        "merge",
-        pytest.param("update", marks=SUBQUERY_BUG),
-        pytest.param("delete", marks=SUBQUERY_BUG),
-    ],
-)
+@pytest.mark.parametrize("consumer", list(CONSUMERS))
 def test_a_consuming_write_moves_the_offset_to_the_version_it_read(
     lake: LakeSession, consumer: str
 ) -> None:
@@ -573,6 +561,7 @@ FAILING = {
         "ON tgt.id = 1 WHEN MATCHED THEN UPDATE SET age = x.age"
     ),
     "insert cast error": "INSERT INTO tgt SELECT id, name, CAST(name AS INT) FROM s",
+    "delete with not in": "DELETE FROM tgt WHERE id NOT IN (SELECT id FROM s)",
 }
 
 

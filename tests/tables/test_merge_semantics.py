@@ -11,6 +11,7 @@ from sqlglot import exp
 
 from lake_assets.core.delta import delta_ref
 from lake_assets.sql.merge import standard_merge
+from lake_assets.sql.subqueries import subquery_merge
 
 COLUMNS = ["id", "name", "age"]
 TARGET_ROWS = [(1, "a", 10), (2, "b", 20), (3, "c", 30), (4, "d", 40)]
@@ -35,16 +36,22 @@ CHANGE_ROWS = """
 """
 
 
-def located(text: str, locations: dict[str, Path]) -> exp.Merge:
-    """The MERGE with each named table read from its Delta path, under its old name or alias."""
-    merge = sqlglot.parse_one(text, read="spark")
-    assert isinstance(merge, exp.Merge)
-    for table in list(merge.find_all(exp.Table)):
+def bound(text: str, locations: dict[str, Path]) -> exp.Expression:
+    """The statement with each named table read from its Delta path, under its old name or
+    alias."""
+    statement = sqlglot.parse_one(text, read="spark")
+    for table in list(statement.find_all(exp.Table)):
         location = locations.get(table.name)
         if location is not None:
             table.set("alias", exp.TableAlias(this=exp.to_identifier(table.alias_or_name)))
             table.set("this", exp.to_identifier(str(location), quoted=True))
             table.set("db", exp.to_identifier("delta"))
+    return statement
+
+
+def located(text: str, locations: dict[str, Path]) -> exp.Merge:
+    merge = bound(text, locations)
+    assert isinstance(merge, exp.Merge)
     return merge
 
 
@@ -147,3 +154,53 @@ def test_a_merge_delta_accepts_gives_the_same_rows_after_the_rewrite(
     spark.sql(merge.sql("spark"))
     assert contents(spark, rewritten) == contents(spark, as_written)
     assert contents(spark, as_written) != TARGET_ROWS
+
+
+# UPDATE and DELETE with subqueries, run as the MERGE sql.subqueries makes of them: the rows
+# they change are those a SELECT with the same WHERE returns, NULLs and duplicates included.
+NULL_TARGET_ROWS = "(1, 'a', 10), (2, 'b', 20), (3, 'c', 30), (4, 'd', 40), (NULL, 'e', 50)"
+KEY_ROWS = "(1, 10), (1, 10), (3, NULL), (NULL, 40), (5, 50)"
+CONDITIONS = [
+    "id IN (SELECT id FROM keys)",
+    "id IN (SELECT id FROM keys) AND age > 15",
+    "(id, age) IN (SELECT id, age FROM keys)",
+    "EXISTS (SELECT 1 FROM keys k WHERE k.id = t.id AND k.age IS NOT NULL)",
+    "NOT EXISTS (SELECT 1 FROM keys k WHERE k.id = t.id)",
+    "NOT EXISTS (SELECT 1 FROM keys k WHERE k.age = t.age) AND id > 1",
+    "EXISTS (SELECT 1 FROM keys WHERE id > 4)",
+    "EXISTS (SELECT 1 FROM keys WHERE id > 100)",
+    "age IN (SELECT k.age FROM keys k WHERE k.id = t.id)",
+    "id IN (SELECT id FROM keys) AND EXISTS (SELECT 1 FROM keys k WHERE k.age = t.age)",
+    "id IN (SELECT id + 1 FROM target WHERE age > 20)",
+]
+
+
+@pytest.fixture(scope="module")
+def keys(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Keys with a duplicate row and NULLs in both columns."""
+    path = tmp_path_factory.mktemp("keys") / "keys"
+    create(spark, path, "id, age", KEY_ROWS)
+    return path
+
+
+def run(spark: SparkSession, text: str, locations: dict[str, Path]) -> list[tuple]:
+    """The statement's rows, sorted (NULLs too), after sql.subqueries' rewrite."""
+    statement = subquery_merge(bound(text, locations))
+    return sorted((tuple(row) for row in spark.sql(statement.sql("spark")).collect()), key=repr)
+
+
+@pytest.mark.parametrize("operation", ["DELETE FROM", "UPDATE"])
+@pytest.mark.parametrize("condition", CONDITIONS)
+def test_update_and_delete_with_subqueries_change_the_rows_select_finds(
+    spark: SparkSession, tmp_path: Path, keys: Path, condition: str, operation: str
+):
+    locations = {"target": tmp_path / "target", "keys": keys}
+    create(spark, locations["target"], "id, name, age", NULL_TARGET_ROWS)
+    kept = run(spark, "SELECT * FROM target", locations)
+    found = run(spark, f"SELECT * FROM target AS t WHERE {condition}", locations)
+    for row in found:
+        kept.remove(row)
+    changed = [] if operation == "DELETE FROM" else [(i, name, -1) for i, name, _ in found]
+    assignment = " SET age = -1" if operation == "UPDATE" else ""
+    run(spark, f"{operation} target AS t{assignment} WHERE {condition}", locations)
+    assert run(spark, "SELECT * FROM target", locations) == sorted(kept + changed, key=repr)
