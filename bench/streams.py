@@ -15,11 +15,11 @@ to the version the build left and recreates the stream and the targets.
    which pins the range, included); a full scan of the source; a plain change data feed read of
    the same versions (`table_changes_by_path`). Goal: at 0.01 %, stream ≤ 5 % of the full scan
    and ≤ 1.5 x the CDF read.
-   1b. Where that time goes, timed in the same rounds: Delta's raw `CHANGES … netChanges` query
-   alone (the stream's query without our CASE, commit-time join and row version column); the
-   rows Delta's changelog scan emits before it drops copy-on-write carry-over pairs (counted);
-   and a prototype of a fix, bench-only (`cdc_net_changes`): the same net changes by row id
-   read from the change data feed's own files, checked to return the stream's rows.
+   1b. The stream's two readers, timed in the same rounds: which one the range took (direct =
+   its change files and new files alone, streams/changelog.py); the same stream read Delta's
+   way (`CHANGES … netChanges`, the oracle), checked to return the same rows; Delta's raw
+   `CHANGES … netChanges` query alone; and the rows Delta's changelog scan emits before it
+   drops copy-on-write carry-over pairs (counted), which is why its cost follows the table.
 2. Consuming cost. At 0.01 % and 0.1 %: `INSERT INTO sink SELECT * FROM s` through our SQL (it
    claims, commits with a tag, finds the commit, moves the offset) beside a plain Delta append of
    the same rows (the stream's bound query, written by `DataFrameWriter` to another table) and a
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shlex
 import shutil
@@ -53,6 +52,8 @@ from lake_assets.core.settings import LakeSettings
 from lake_assets.kinds import GRAMMAR
 from lake_assets.session import LakeSession
 from lake_assets.sql.statements import Query
+from lake_assets.streams import offsets
+from lake_assets.streams.reading import change_query
 from lake_assets.tables.entry import TableEntry
 from resources.jvm import DELTA_ARTIFACT
 from resources.spark import DeltaSparkResource, local_cores
@@ -172,84 +173,17 @@ def raw_net_changes(location: str, first: int, last: int) -> str:
     )
 
 
-def _commit_files(location: str, first: int, last: int) -> tuple[list, list] | None:
-    """The change files (path, version) and the inserted files (path, base row id, default row
-    commit version) of versions first (exclusive) .. last, from the local log; None when a
-    commit removes files without change files (the prototype does not read those)."""
-    changes, inserted = [], []
-    for version in range(first + 1, last + 1):
-        log = Path(location) / "_delta_log" / f"{version:020d}.json"
-        actions = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-        cdc = [a["cdc"]["path"] for a in actions if "cdc" in a]
-        changes += [(path, version) for path in cdc]
-        if cdc:
-            continue
-        if any("remove" in a and a["remove"].get("dataChange") for a in actions):
-            return None
-        inserted += [
-            (a["add"]["path"], a["add"]["baseRowId"], a["add"]["defaultRowCommitVersion"])
-            for a in actions
-            if "add" in a and a["add"].get("dataChange")
-        ]
-    return changes, inserted
+def delta_way(lake: LakeSession) -> str:
+    """The stream's query as Delta's own net-change reader would answer it (the oracle)."""
+    pinned = offsets.pin(lake.spark, lake.catalog, "s")
+    columns = lake.stream_columns(pinned.entry)
+    return change_query(pinned.entry, pinned.read, columns, pinned.commits, files=None)
 
 
-def cdc_net_changes(spark: SparkSession, location: str, first: int, last: int) -> str | None:
-    """Prototype (bench only), the same rows as the stream without `__commit_timestamp`: net
-    changes by row id from the change data feed's own files, i.e. reading only the change: the
-    `_change_data` files (which carry the materialized row id and row commit version) and the
-    files of insert-only commits (row id = baseRowId + row index)."""
-    files = _commit_files(location, first, last)
-    if files is None:
-        return None
-    changes, inserted = files
-    properties = dict(spark.sql(f"SHOW TBLPROPERTIES {delta_ref(location)}").collect())
-    row_id = f"`{properties['delta.rowTracking.materializedRowIdColumnName']}`"
-    row_version = f"`{properties['delta.rowTracking.materializedRowCommitVersionColumnName']}`"
-    schema = f"{COLUMNS}, {row_id} BIGINT, {row_version} BIGINT"  # absent ones read as NULL
-    parts = []
-    if changes:
-        paths = [f"{location}/{path}" for path, _ in changes]
-        spark.read.schema(f"{schema}, _change_type STRING").parquet(*paths).selectExpr(
-            "id", "k", "v", "s", "_change_type", f"{row_id} AS row_id",
-            f"{row_version} AS row_version", "_metadata.file_name AS file_name",
-        ).createOrReplaceTempView("bench_cdc")  # fmt: skip
-        versions = ", ".join(f"('{Path(path).name}', {version})" for path, version in changes)
-        parts.append(
-            "SELECT /*+ BROADCAST(f) */ id, k, v, s, _change_type, row_id, f.version, "
-            "coalesce(row_version, f.version) AS image FROM bench_cdc c "
-            f"JOIN (VALUES {versions}) AS f(name, version) ON c.file_name = f.name"
-        )
-    if inserted:
-        paths = [f"{location}/{path}" for path, _, _ in inserted]
-        spark.read.schema(schema).parquet(*paths).selectExpr(
-            "id", "k", "v", "s", f"{row_id} AS row_id", f"{row_version} AS row_version",
-            "_metadata.file_name AS file_name", "_metadata.row_index AS row_index",
-        ).createOrReplaceTempView("bench_inserted")  # fmt: skip
-        bases = ", ".join(f"('{Path(p).name}', {base}, {v})" for p, base, v in inserted)
-        parts.append(
-            "SELECT /*+ BROADCAST(f) */ id, k, v, s, 'insert' AS _change_type, "
-            "coalesce(row_id, f.base + row_index) AS row_id, f.version, "
-            "coalesce(row_version, f.version) AS image FROM bench_inserted i "
-            f"JOIN (VALUES {bases}) AS f(name, base, version) ON i.file_name = f.name"
-        )
-    if not parts:
-        return None
-    window = "PARTITION BY row_id ORDER BY version, side"
-    whole = f"{window} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING"
-    return (
-        f"WITH c AS (SELECT *, IF(_change_type IN ('delete', 'update_preimage'), 0, 1) AS side "
-        f"FROM ({' UNION ALL '.join(parts)})), "
-        f"w AS (SELECT *, row_number() OVER ({window}) AS rn, "
-        "count(*) OVER (PARTITION BY row_id) AS n, "
-        f"first(side) OVER ({whole}) AS first_side, last(side) OVER ({whole}) AS last_side "
-        "FROM c) "
-        "SELECT CASE WHEN first_side = 0 AND last_side = 1 "
-        "THEN IF(rn = 1, 'UPDATE_BEFORE', 'UPDATE_AFTER') "
-        "WHEN first_side = 0 THEN 'DELETE' ELSE 'INSERT' END AS __change_type, "
-        "image AS __commit_version, id, k, v, s FROM w "
-        "WHERE (rn = 1 AND first_side = 0) OR (rn = n AND last_side = 1)"
-    )
+def direct(lake: LakeSession) -> bool:
+    """Whether the stream's range is read from its change files and new files alone."""
+    files = offsets.pin(lake.spark, lake.catalog, "s").files
+    return files is not None and files.direct
 
 
 def fingerprint(frame: DataFrame) -> tuple[int, int]:
@@ -260,7 +194,7 @@ def fingerprint(frame: DataFrame) -> tuple[int, int]:
 
 def reads(spark: SparkSession, lake: LakeSession, location: str, first: int, last: int) -> dict:
     """One timing of each read of the range first (exclusive) .. last; the stream's includes
-    binding (which pins its range), also timed alone, and the prototype's its log reading."""
+    binding (which pins its range and reads its log), also timed alone."""
     feed = f"SELECT * FROM table_changes_by_path({sql_string(location)}, {first + 1}, {last})"
     started = time.perf_counter()
     bound = stream_sql(lake)
@@ -272,28 +206,23 @@ def reads(spark: SparkSession, lake: LakeSession, location: str, first: int, las
         "raw": seconds(lambda: noop(spark.sql(raw_net_changes(location, first, last)))),
         "scan": seconds(lambda: noop(spark.read.format("delta").load(location))),
         "cdf": seconds(lambda: noop(spark.sql(feed))),
+        "delta": seconds(lambda: noop(spark.sql(delta_way(lake)))),
     }
-    started = time.perf_counter()
-    prototype = cdc_net_changes(spark, location, first, last)
-    if prototype is not None:
-        noop(spark.sql(prototype))
-    timings["prototype"] = time.perf_counter() - started if prototype else math.nan
     return timings
 
 
 def sizes(spark: SparkSession, lake: LakeSession, location: str, first: int, last: int) -> dict:
     """Untimed: the stream's rows, the rows Delta's changelog scan emits before it drops the
-    copy-on-write carry-over pairs, and whether the prototype returns the stream's rows."""
+    copy-on-write carry-over pairs, the reader the range takes, and whether Delta's way returns
+    the same rows."""
     stream = spark.sql(stream_sql(lake))
     emitted = spark.sql(
         f"SELECT * FROM {delta_ref(location)} CHANGES FROM VERSION {first} EXCLUSIVE "
         f"TO VERSION {last} WITH ('deduplicationMode' = 'none')"
     )
-    prototype = cdc_net_changes(spark, location, first, last)
-    same = None
-    if prototype is not None:
-        same = fingerprint(stream.drop("__commit_timestamp")) == fingerprint(spark.sql(prototype))
-    return {"stream": stream.count(), "emitted": emitted.count(), "same": same}
+    same = fingerprint(stream) == fingerprint(spark.sql(delta_way(lake)))
+    reader = "direct" if direct(lake) else "Delta"
+    return {"stream": stream.count(), "emitted": emitted.count(), "same": same, "reader": reader}
 
 
 def read_cost(lake: LakeSession, location: str, changer: Changer, repeat: int) -> None:
@@ -324,18 +253,17 @@ def read_cost(lake: LakeSession, location: str, changer: Changer, repeat: int) -
           f"(goal <= {GOAL_OF_CDF}x)")  # fmt: skip
 
     print(
-        "\n1b. where the stream's time goes: Delta's raw CHANGES … netChanges query alone, "
-        "the rows its changelog scan emits (whole rewritten files, before dropping carry-over "
-        "pairs), and a prototype reading only the change data feed's files (same rows?)"
+        "\n1b. the stream's readers: the one its range took, the same read Delta's way "
+        "(CHANGES … netChanges, the oracle: same rows?), Delta's raw query alone, and the rows "
+        "Delta's changelog scan emits (whole rewritten files, before dropping carry-over pairs)"
     )
-    print(f"{'change':>8} {'raw netChanges s':>17} {'raw/stream':>11} {'raw/CDF':>8} "
-          f"{'changelog rows':>15} {'prototype s':>12} {'proto/scan':>11} {'proto/CDF':>10} "
-          f"{'same rows':>10}")  # fmt: skip
+    print(f"{'change':>8} {'reader':>7} {'Delta way s':>12} {'Delta/scan':>11} "
+          f"{'stream/Delta':>13} {'same rows':>10} {'raw netChanges s':>17} "
+          f"{'changelog rows':>15}")  # fmt: skip
     for fraction, _, counts, t in results:
-        print(f"{fraction:>8.3%} {t['raw']:>17.2f} {t['raw'] / t['stream']:>11.0%} "
-              f"{t['raw'] / t['cdf']:>7.2f}x {counts['emitted']:>15,} "
-              f"{t['prototype']:>12.2f} {t['prototype'] / t['scan']:>11.1%} "
-              f"{t['prototype'] / t['cdf']:>9.2f}x {counts['same']!s:>10}")  # fmt: skip
+        print(f"{fraction:>8.3%} {counts['reader']:>7} {t['delta']:>12.2f} "
+              f"{t['delta'] / t['scan']:>11.1%} {t['stream'] / t['delta']:>13.1%} "
+              f"{counts['same']!s:>10} {t['raw']:>17.2f} {counts['emitted']:>15,}")  # fmt: skip
 
 
 def consume_once(lake: LakeSession, first: int, plain: Path, consume_first: bool) -> dict:

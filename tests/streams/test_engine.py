@@ -165,12 +165,6 @@ def test_seed_standard_example_with_its_consumer_merge(lake: LakeSession) -> Non
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="APPEND_ONLY rows take _commit_timestamp from the change data feed (the log file's "
-    "modification time), not the commit time DESC HISTORY, DESC STREAM and STANDARD streams "
-    "show for the same version",
-)
 def test_append_only_commit_times_are_those_of_desc_history(lake: LakeSession) -> None:
     lake.sql(
         f"{TABLE}; CREATE TABLE STREAM s ON TABLE t "
@@ -633,12 +627,6 @@ def test_a_stream_whose_versions_expired_from_the_log_is_stale(
     assert changes(lake, "s") == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="after VACUUM removed the files an UPDATE rewrote, reading the stream fails with "
-    "'An error occurred while calling oNN.toPythonIterator' (a raw Spark error) and DESC STREAM "
-    "shows stale = False: offsets.pin only checks the log's oldest version",
-)
 def test_a_stream_whose_files_were_vacuumed_is_stale(
     spark: SparkSession, lake: LakeSession
 ) -> None:
