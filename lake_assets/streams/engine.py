@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
-from lake_assets.core.delta import Commit, delta_ref, history, latest_version, sql_string
+from lake_assets.core.delta import (
+    Commit,
+    delta_ref,
+    history,
+    latest_version,
+    sql_string,
+    table_properties,
+)
 from lake_assets.core.errors import LakeError
 from lake_assets.core.lifecycle import drop_object, name_taken
 from lake_assets.core.results import Result
@@ -110,10 +117,7 @@ def _untracked(
     """The properties a stream of `mode` reads by that are off at `version` (None: now): the
     change data feed, and row tracking, which STANDARD's row identity needs."""
     at = location if version is None else f"{location}@v{int(version)}"
-    properties = {
-        row["key"]: row["value"]
-        for row in spark.sql(f"SHOW TBLPROPERTIES {delta_ref(at)}").collect()
-    }
+    properties = table_properties(spark, at)
     wanted = [_CHANGE_FEED] + ([_ROW_TRACKING] if mode is StreamMode.STANDARD else [])
     return [key for key in wanted if properties.get(key, "false").lower() != "true"]
 
