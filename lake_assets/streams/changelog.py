@@ -6,9 +6,9 @@ every row of every file it touched. The change data feed already holds each chan
 DML commit writes its changed rows to `_change_data` files with their row ids and the versions
 that wrote their old images, and an insert-only commit's rows are its new files (row id = the
 file's base row id + the row's index). A range whose commits all have one of these two shapes
-is read from those files alone; any other range (whole-file deletes, overwrites, schema or
-protocol changes, partitions, column mapping, deletion vectors, a log elsewhere than a local
-disk) goes through Delta's reader, which is also the tests' oracle for this one."""
+is read from those files alone; any other range (files removed without change files, as an
+overwrite does; schema or protocol changes, partitions, column mapping, deletion vectors, a log
+elsewhere than a local disk) goes through Delta's reader, the tests' oracle for this one."""
 
 from __future__ import annotations
 
@@ -72,9 +72,8 @@ def range_files(spark: SparkSession, location: str, start: int, end: int) -> Ran
         if direct and not cdc:
             inserted += [(a["path"], a["baseRowId"], version) for _, a in files]
         unnamed = unnamed or (bool(cdc) and _may_insert(actions))
-    return _with_row_columns(
-        spark, location, RangeFiles(*map(tuple, (changes, inserted, touched)), direct)
-    )
+    found = RangeFiles(tuple(changes), tuple(inserted), tuple(touched), direct)
+    return _with_row_columns(spark, location, found)
 
 
 def _with_row_columns(spark: SparkSession, location: str, files: RangeFiles) -> RangeFiles:
