@@ -27,6 +27,7 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.commits import Marker, find
 from lake_assets.core.delta import Commit, history
 from lake_assets.core.errors import LakeError
+from lake_assets.core.states import StreamMode
 from lake_assets.streams.changelog import RangeFiles, missing, range_files
 from lake_assets.streams.entry import Claim, StreamEntry
 from lake_assets.streams.reading import StreamRead, change_query
@@ -102,6 +103,8 @@ def pin(spark: SparkSession, catalog: Catalog, name: str) -> Pinned:
     if entry.offset < end and earliest > entry.offset + 1:
         raise stale(entry, f"the versions after {entry.offset} of {entry.source} have expired")
     read = StreamRead(name, entry.generation, entry.offset, end, entry.initial_pending)
+    if read.initial and entry.mode is StreamMode.STANDARD:  # only the snapshot at `end` is read
+        return Pinned(entry, read, commits)
     files = range_files(spark, entry.source_location, entry.offset, end)
     if files is not None and missing(entry.source_location, files):
         raise stale(

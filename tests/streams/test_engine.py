@@ -649,6 +649,28 @@ def test_a_stream_whose_files_were_vacuumed_is_stale(
     assert refused(lake, "SELECT * FROM s").startswith("stream s is stale: ")
 
 
+def test_a_first_read_with_initial_rows_needs_only_the_snapshot_at_its_end(
+    spark: SparkSession, lake: LakeSession
+) -> None:
+    lake.sql(f"{TABLE}; INSERT INTO t VALUES (1, 'a', 1), (2, 'b', 2)")
+    lake.sql(
+        "CREATE TABLE STREAM s ON TABLE t WITH PROPERTIES ('SHOW_INITIAL_ROWS' = 'TRUE'); "
+        "UPDATE t SET age = 5 WHERE id = 1"
+    )
+    location = lake.catalog.relation("t").location
+    check = "spark.databricks.delta.retentionDurationCheck.enabled"
+    spark.conf.set(check, "false")
+    try:
+        spark.sql(f"VACUUM delta.`{location}` RETAIN 0 HOURS").collect()
+    finally:
+        spark.conf.unset(check)
+    assert desc(lake, "s")["stale"] is False
+    assert sorted((kind, *values) for kind, _, *values in changes(lake, "s")) == [
+        ("INSERT", 1, "a", 5),
+        ("INSERT", 2, "b", 2),
+    ]
+
+
 WRITES_INTO_STREAM = (
     "s is a stream: it shows another table's changes and cannot be written — read it with "
     "SELECT … FROM s, and write the table it reads (t) or a table of your own instead"
