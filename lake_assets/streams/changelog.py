@@ -12,15 +12,16 @@ elsewhere than a local disk) goes through Delta's reader, the tests' oracle for 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from functools import cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
 from pyspark.sql import SparkSession
 
-from lake_assets.core.delta import log_actions, table_properties
+from lake_assets.core.delta import Commit, log_actions, table_properties
 
 # Characters a Hadoop glob or our SQL path quoting would read as syntax.
 _GLOB = set("{}[]*?\\,`")
@@ -28,6 +29,8 @@ CHANGE_FOLDER = "_change_data"
 # Delta's names for the hidden columns that hold row ids and row versions in rewritten files.
 ROW_ID_COLUMN = "delta.rowTracking.materializedRowIdColumnName"
 ROW_VERSION_COLUMN = "delta.rowTracking.materializedRowCommitVersionColumnName"
+# The commit that gives a table's existing rows their ids when row tracking is turned on.
+BACKFILL = "ROW TRACKING BACKFILL"
 
 
 @dataclass(frozen=True)
@@ -36,13 +39,14 @@ class RangeFiles:
     can be read from `changes` (change files and their versions) and `inserted` (files of
     insert-only commits: path, base row id, version) alone, whose hidden row id and row
     version columns are `row_columns`; `touched` are the data files they added or removed,
-    which Delta's reader opens otherwise."""
+    which Delta's reader opens otherwise; `size` is the bytes the direct reader reads."""
 
     changes: tuple[tuple[str, int], ...]
     inserted: tuple[tuple[str, int, int], ...]
     touched: tuple[str, ...]
     direct: bool
     row_columns: tuple[str, str] = ("", "")
+    size: int = 0
 
     def needed(self) -> tuple[str, ...]:
         """The files, relative to the table, that reading the range opens."""
@@ -57,6 +61,7 @@ def range_files(spark: SparkSession, location: str, start: int, end: int) -> Ran
     changes: list[tuple[str, int]] = []
     inserted: list[tuple[str, int, int]] = []
     touched: list[str] = []
+    size = 0
     direct, unnamed = not _GLOB & set(location), False
     for version in range(start + 1, end + 1):
         actions = log_actions(location, version)
@@ -71,8 +76,9 @@ def range_files(spark: SparkSession, location: str, start: int, end: int) -> Ran
         direct = direct and shaped and not (unnamed and cdc)
         if direct and not cdc:
             inserted += [(a["path"], a["baseRowId"], version) for _, a in files]
+        size += sum(a.get("size", 0) for kind, a in files if kind == "cdc" or not cdc)
         unnamed = unnamed or (bool(cdc) and _may_insert(actions))
-    found = RangeFiles(tuple(changes), tuple(inserted), tuple(touched), direct)
+    found = RangeFiles(tuple(changes), tuple(inserted), tuple(touched), direct, size=size)
     return _with_row_columns(spark, location, found)
 
 
@@ -138,3 +144,38 @@ def missing(location: str, files: RangeFiles) -> list[str]:
 def _local(path: str) -> Path:
     """A local path or file: URI as a path (an absolute one replaces the root it joins)."""
     return Path(path.removeprefix("file://").removeprefix("file:"))
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Rows `first` to `last` by row id, which a row tracking backfill at `backfill` gave their
+    ids (and, as their row commit version, its own), were written by `version`."""
+
+    backfill: int
+    first: int
+    last: int
+    version: int
+
+
+def backfill_origins(location: str, commits: Sequence[Commit]) -> tuple[Origin, ...]:
+    """Where the rows of each backfilled file came from, for every backfill in `commits`: the
+    commit that added the file, from a local log (none for logs elsewhere or expired)."""
+    backfills = (commit.version for commit in commits if commit.operation == BACKFILL)
+    return tuple(origin for version in backfills for origin in _origins(location, version))
+
+
+@cache
+def _origins(location: str, backfill: int) -> tuple[Origin, ...]:
+    """The backfill's files in row id order, each until the next one's base row id."""
+    actions = log_actions(location, backfill) or []
+    bases = sorted((a["add"]["baseRowId"], a["add"]["path"]) for a in actions if "add" in a)
+    added: dict[str, int] = {}
+    for version in range(backfill - 1, -1, -1) if bases else ():
+        for kind, action in _data_changes(log_actions(location, version) or []):
+            if kind == "add":
+                added[action["path"]] = version
+    ends = [base - 1 for base, _ in bases[1:]] + [2**63 - 1]
+    return tuple(
+        Origin(backfill, base, end, added.get(path, backfill))
+        for (base, path), end in zip(bases, ends, strict=True)
+    )

@@ -63,10 +63,11 @@ def create_stream(session: LakeSession, stmt: CreateStream) -> Result:
     spark = session.spark
     commits = history(spark, source.location)
     offset = _version_at(stmt.at, commits, source.name)
+    wanted = _tracking(stmt.mode, stmt.show_initial_rows)
     if stmt.at != LATEST:
         # Before anything is turned on: a refused CREATE changes nothing.
-        _check_tracked(spark, source.name, source.location, stmt.mode, offset, commits)
-    turned_on = _track_changes(session, source, stmt.mode)
+        _check_tracked(spark, source.name, source.location, wanted, offset, commits)
+    turned_on = _track_changes(session, source, wanted)
     if turned_on:
         offset = latest_version(spark, source.location)
     entry = StreamEntry(
@@ -111,22 +112,26 @@ def _source(session: LakeSession, stmt: CreateStream) -> Source:
     return found
 
 
+def _tracking(mode: StreamMode, initial: bool) -> list[str]:
+    """What a stream reads by: the change data feed, and row tracking, which STANDARD's row
+    identity and the initial rows' versions need."""
+    return [_CHANGE_FEED] + ([_ROW_TRACKING] if mode is StreamMode.STANDARD or initial else [])
+
+
 def _untracked(
-    spark: SparkSession, location: str, mode: StreamMode, version: int | None
+    spark: SparkSession, location: str, wanted: list[str], version: int | None
 ) -> list[str]:
-    """The properties a stream of `mode` reads by that are off at `version` (None: now): the
-    change data feed, and row tracking, which STANDARD's row identity needs."""
+    """The `wanted` properties that are off at `version` (None: now)."""
     at = location if version is None else f"{location}@v{int(version)}"
     properties = table_properties(spark, at)
-    wanted = [_CHANGE_FEED] + ([_ROW_TRACKING] if mode is StreamMode.STANDARD else [])
     return [key for key in wanted if properties.get(key, "false").lower() != "true"]
 
 
-def _track_changes(session: LakeSession, source: Source, mode: StreamMode) -> bool:
-    """Turn on what a stream of `mode` reads by; whether anything had to be turned on."""
+def _track_changes(session: LakeSession, source: Source, wanted: list[str]) -> bool:
+    """Turn on what a stream reads by; whether anything had to be turned on."""
     spark = session.spark
     location = source.location
-    missing = _untracked(spark, location, mode, None)
+    missing = _untracked(spark, location, wanted, None)
     if not missing:
         return False
     assignments = ", ".join(f"{sql_string(key)} = 'true'" for key in missing)
@@ -178,7 +183,7 @@ def _check_tracked(
     spark: SparkSession,
     source: str,
     location: str,
-    mode: StreamMode,
+    wanted: list[str],
     offset: int,
     commits: list[Commit],
 ) -> None:
@@ -188,7 +193,7 @@ def _check_tracked(
     changed = (c.version for c in commits if c.version > offset and c.operation not in _DATA_ONLY)
     versions = [offset, *sorted(changed)]
     for version in versions:
-        if _untracked(spark, location, mode, version):
+        if _untracked(spark, location, wanted, version):
             raise LakeError(
                 f"{source} had no change tracking at version {version}",
                 "pick a version from when change tracking was on, or leave out AT",
@@ -202,7 +207,8 @@ def alter_offset(session: LakeSession, stmt: AlterStreamOffset) -> Result:
     spark = session.spark
     commits = history(spark, entry.source_location)
     version = _version_at(stmt.to, commits, entry.source)
-    _check_tracked(spark, entry.source, entry.source_location, entry.mode, version, commits)
+    wanted = _tracking(entry.mode, initial=False)
+    _check_tracked(spark, entry.source, entry.source_location, wanted, version, commits)
     catalog.update(
         StreamEntry,
         stmt.name,

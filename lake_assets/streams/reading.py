@@ -12,7 +12,7 @@ from datetime import datetime
 
 from lake_assets.core.delta import Commit, delta_ref, quote_name, sql_string
 from lake_assets.core.states import ChangeType, StreamMode
-from lake_assets.streams.changelog import CHANGE_FOLDER, RangeFiles
+from lake_assets.streams.changelog import CHANGE_FOLDER, RangeFiles, backfill_origins
 from lake_assets.streams.entry import StreamEntry
 
 CHANGE_TYPE = "__change_type"
@@ -29,11 +29,15 @@ _CHANGE_TYPES = {
 }
 _VERSION = "__lake_image_version"
 _TIME = "__lake_image_time"
+# The stamps' columns beside those: the row ids a backfill's stamp covers, and the writer.
+_LOW, _HIGH, _WRITER = "__lake_low", "__lake_high", "__lake_writer"
 # Working columns of the direct reader: the row id, the commit of a change, before (0) or
 # after (1) it, the change's position in the row's history and that history's length.
 _ROW, _COMMIT, _SIDE = "__lake_row", "__lake_commit", "__lake_side"
 _FILE, _INDEX = "__lake_file", "__lake_index"
 _FIRST, _LAST, _AT, _COUNT = "__lake_first", "__lake_last", "__lake_at", "__lake_count"
+# Bytes of change files one task reads (Spark's spark.sql.files.maxPartitionBytes default).
+_ONE_TASK = 128 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,8 @@ def change_query(
     if read.start >= read.end or (files is not None and files.direct and not files.needed()):
         return _nothing(location, read.end, columns)
     if files is not None and files.direct:
-        return _stamped(_direct_net_changes(location, files, columns), read.end, columns, commits)
+        direct = _direct_net_changes(location, files, columns)
+        return _stamped(location, direct, read.end, columns, commits)
     return _net_changes(location, read, columns, commits)
 
 
@@ -83,12 +88,12 @@ def _net_changes(
     )
     changes = (
         f"SELECT CASE _change_type {cases} END AS {CHANGE_TYPE}, {_select(columns)}, "
-        f"_metadata.row_commit_version AS {_VERSION} "
+        f"_metadata.row_commit_version AS {_VERSION}, _metadata.row_id AS {_ROW} "
         f"FROM {delta_ref(location)} CHANGES FROM VERSION {int(read.start)} EXCLUSIVE "
         f"TO VERSION {int(read.end)} "
         "WITH ('deduplicationMode' = 'netChanges', 'computeUpdates' = 'true')"
     )
-    return _stamped(changes, read.end, columns, commits)
+    return _stamped(location, changes, read.end, columns, commits)
 
 
 def _direct_net_changes(location: str, files: RangeFiles, columns: Sequence[str]) -> str:
@@ -96,19 +101,22 @@ def _direct_net_changes(location: str, files: RangeFiles, columns: Sequence[str]
     first change shows whether it existed at the offset (and its image then), its last whether
     it exists at the end (and its image now)."""
     parts = [_change_files(location, files, columns), _new_files(location, files, columns)]
+    # Changes that one task reads anyway are netted where they are read, without a shuffle.
+    single = "/*+ COALESCE(1) */" if files.size <= _ONE_TASK else ""
     ordered = f"PARTITION BY {_ROW} ORDER BY {_COMMIT}, {_SIDE}"
     whole = f"{ordered} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING"
     history = (
         f"SELECT *, row_number() OVER ({ordered}) AS {_AT}, "
         f"count(1) OVER (PARTITION BY {_ROW}) AS {_COUNT}, "
         f"first({_SIDE}) OVER ({whole}) AS {_FIRST}, last({_SIDE}) OVER ({whole}) AS {_LAST} "
-        f"FROM ({' UNION ALL '.join(part for part in parts if part)})"
+        f"FROM (SELECT {single} * FROM ({' UNION ALL '.join(part for part in parts if part)}))"
     )
     before, after = _literal(ChangeType.UPDATE_BEFORE), _literal(ChangeType.UPDATE_AFTER)
     return (
         f"SELECT CASE WHEN {_FIRST} = 0 AND {_LAST} = 1 THEN IF({_AT} = 1, {before}, {after}) "
         f"WHEN {_FIRST} = 0 THEN {_literal(ChangeType.DELETE)} "
-        f"ELSE {_literal(ChangeType.INSERT)} END AS {CHANGE_TYPE}, {_select(columns)}, {_VERSION} "
+        f"ELSE {_literal(ChangeType.INSERT)} END AS {CHANGE_TYPE}, {_select(columns)}, {_VERSION}, "
+        f"{_ROW} "
         f"FROM ({history}) WHERE ({_AT} = 1 AND {_FIRST} = 0) "
         f"OR ({_AT} = {_COUNT} AND {_LAST} = 1)"
     )
@@ -169,10 +177,11 @@ def _inserted(
         return _nothing(location, read.end, columns)
     rows = (
         f"SELECT {_literal(ChangeType.INSERT)} AS {CHANGE_TYPE}, {_select(columns)}, "
-        f"_commit_version AS {_VERSION} FROM table_changes_by_path({sql_string(location)}, "
-        f"{int(read.start) + 1}, {int(read.end)}) WHERE _change_type = 'insert'"
+        f"_commit_version AS {_VERSION}, CAST(NULL AS BIGINT) AS {_ROW} "
+        f"FROM table_changes_by_path({sql_string(location)}, {int(read.start) + 1}, "
+        f"{int(read.end)}) WHERE _change_type = 'insert'"
     )
-    return _stamped(rows, read.end, columns, commits)
+    return _stamped(location, rows, read.end, columns, commits)
 
 
 def _snapshot(
@@ -181,10 +190,10 @@ def _snapshot(
     """The rows at `version`, each as an INSERT written by the commit that last wrote it."""
     rows = (
         f"SELECT {_literal(ChangeType.INSERT)} AS {CHANGE_TYPE}, {_select(columns)}, "
-        f"_metadata.row_commit_version AS {_VERSION} "
+        f"_metadata.row_commit_version AS {_VERSION}, _metadata.row_id AS {_ROW} "
         f"FROM {delta_ref(location)} VERSION AS OF {int(version)}"
     )
-    return _stamped(rows, version, columns, commits)
+    return _stamped(location, rows, version, columns, commits)
 
 
 def _nothing(location: str, version: int, columns: Sequence[str]) -> str:
@@ -196,20 +205,32 @@ def _nothing(location: str, version: int, columns: Sequence[str]) -> str:
     )
 
 
-def _stamped(rows: str, end: int, columns: Sequence[str], commits: Sequence[Commit]) -> str:
-    """`rows` with the time of the commit that wrote each image, from a small inline table of
-    the source's commit times (broadcast by the join)."""
-    times = ", ".join(
-        f"({commit.version}, {_timestamp(commit.timestamp)})"
-        for commit in commits
-        if commit.version <= end
-    )
+def _stamped(
+    location: str, rows: str, end: int, columns: Sequence[str], commits: Sequence[Commit]
+) -> str:
+    """`rows` (with their row ids) stamped with the commit that wrote each image and its time,
+    from a small inline table of the source's commits (broadcast by the join). Rows that a row
+    tracking backfill gave its own version get, by row id, the version that added their file."""
+    times = {commit.version: _timestamp(commit.timestamp) for commit in commits}
+    origins = [o for o in backfill_origins(location, commits) if o.backfill <= end]
+    backfilled = {origin.backfill for origin in origins}
+    stamps = [
+        f"({version}, NULL, NULL, {version}, {time})"
+        for version, time in times.items()
+        if version <= end and version not in backfilled
+    ] + [
+        f"({o.backfill}, {o.first}, {o.last}, {o.version}, {times.get(o.version, 'NULL')})"
+        for o in origins
+    ]
     return (
-        f"SELECT /*+ BROADCAST(t) */ r.{CHANGE_TYPE}, r.{_VERSION} AS {COMMIT_VERSION}, "
+        f"SELECT /*+ BROADCAST(t) */ r.{CHANGE_TYPE}, "
+        f"coalesce(t.{_WRITER}, r.{_VERSION}) AS {COMMIT_VERSION}, "
         f"t.{_TIME} AS {COMMIT_TIMESTAMP}, "
         + ", ".join(f"r.{quote_name(column)}" for column in columns)
-        + f" FROM ({rows}) AS r LEFT JOIN (VALUES {times}) AS t({_VERSION}, {_TIME}) "
-        f"ON r.{_VERSION} = t.{_VERSION}"
+        + f" FROM ({rows}) AS r LEFT JOIN (VALUES {', '.join(stamps)}) "
+        f"AS t({_VERSION}, {_LOW}, {_HIGH}, {_WRITER}, {_TIME}) "
+        f"ON r.{_VERSION} = t.{_VERSION} "
+        f"AND (t.{_LOW} IS NULL OR r.{_ROW} BETWEEN t.{_LOW} AND t.{_HIGH})"
     )
 
 

@@ -351,21 +351,49 @@ def test_an_offset_is_refused_when_tracking_was_off_at_any_version_after_it(
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rows written before row tracking was turned on carry the ROW TRACKING BACKFILL "
-    "commit as their row commit version; turning row tracking on at CREATE TABLE fixes it but "
-    "costs every commit ~0.75 s (tables/engine.py says why it is off)",
-)
 def test_old_images_of_rows_written_before_the_stream_carry_the_version_that_wrote_them(
     lake: LakeSession,
 ) -> None:
     lake.sql(f"{TABLE}; INSERT INTO t VALUES (1, 'a', 1), (2, 'b', 2)")
-    inserted = latest(lake, "t")
-    lake.sql("CREATE TABLE STREAM s ON TABLE t; UPDATE t SET age = 5 WHERE id = 1")
+    first = latest(lake, "t")
+    lake.sql("INSERT INTO t VALUES (3, 'c', 3)")
+    second = latest(lake, "t")
+    lake.sql("CREATE TABLE STREAM s ON TABLE t; UPDATE t SET age = 5 WHERE id IN (1, 3)")
+    updated = latest(lake, "t")
     assert changes(lake, "s") == [
-        ("UPDATE_AFTER", latest(lake, "t"), 1, "a", 5),
-        ("UPDATE_BEFORE", inserted, 1, "a", 1),
+        ("UPDATE_AFTER", updated, 1, "a", 5),
+        ("UPDATE_AFTER", updated, 3, "c", 5),
+        ("UPDATE_BEFORE", first, 1, "a", 1),
+        ("UPDATE_BEFORE", second, 3, "c", 3),
+    ]
+    # An overwrite is read Delta's way: its old rows show the versions that wrote them too.
+    lake.sql("ALTER STREAM s SET OFFSET LATEST; INSERT OVERWRITE t VALUES (4, 'd', 4)")
+    assert changes(lake, "s") == [
+        ("DELETE", first, 2, "b", 2),
+        ("DELETE", updated, 1, "a", 5),
+        ("DELETE", updated, 3, "c", 5),
+        ("INSERT", latest(lake, "t"), 4, "d", 4),
+    ]
+    times = {version: time for version, (time, _) in history(lake, "t").items()}
+    (result,) = lake.sql("SELECT __commit_version, __commit_timestamp FROM s")
+    assert {version: time for version, time in result.rows} == {
+        version: times[version] for version in (updated, first, latest(lake, "t"))
+    }
+
+
+def test_initial_rows_of_an_append_only_stream_carry_the_version_that_wrote_them(
+    lake: LakeSession,
+) -> None:
+    lake.sql(f"{TABLE}; INSERT INTO t VALUES (1, 'a', 1)")
+    first = latest(lake, "t")
+    lake.sql(
+        "CREATE TABLE STREAM s ON TABLE t WITH PROPERTIES "
+        "('TABLE_STREAM_MODE' = 'APPEND_ONLY', 'SHOW_INITIAL_ROWS' = 'TRUE'); "
+        "INSERT INTO t VALUES (2, 'b', 2)"
+    )
+    assert changes(lake, "s") == [
+        ("INSERT", first, 1, "a", 1),
+        ("INSERT", latest(lake, "t"), 2, "b", 2),
     ]
 
 
