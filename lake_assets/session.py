@@ -36,7 +36,7 @@ from lake_assets.sql.statements import (
 )
 from lake_assets.sql.subqueries import subquery_merge
 from lake_assets.streams import offsets
-from lake_assets.streams.entry import StreamEntry
+from lake_assets.streams.entry import Claim, Landing, StreamEntry
 from lake_assets.streams.reading import StreamRead
 
 _HANDLERS: dict[type, Handler] = {
@@ -61,6 +61,13 @@ class Bound:
         return offsets.consuming(
             self.session.spark, self.session.catalog, self.reads, location, after, record
         )
+
+    def exporting(self, volume: str, path: str, tag: str) -> AbstractContextManager[None]:
+        """An export of the file `path` (named from `tag`) to `volume`: the streams it read move
+        with it, and only with it; that file is how a later process tells it landed."""
+        home = str(self.session.settings.lake_home)
+        claim = Claim(tag, volume, 0, 0, offsets.owner(), Landing.VOLUME, path, home)
+        return offsets.consuming_as(self.session.spark, self.session.catalog, self.reads, claim)
 
 
 class LakeSession:

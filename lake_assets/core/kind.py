@@ -14,7 +14,9 @@ from lake_assets.sql.grammar import ObjectWords, SourceParser, StatementParser
 from lake_assets.sql.statements import DescribeObject, DropObject
 
 if TYPE_CHECKING:
+    from lake_assets.core.catalog import Catalog
     from lake_assets.session import LakeSession
+    from lake_assets.streams.entry import Claim
 
 Handler = Callable[["LakeSession", Any], Result]
 SourceReader = Callable[["LakeSession", Any], DataFrame]
@@ -33,6 +35,9 @@ class Kind:
     show: Callable[[LakeSession], Result] | None = None
     describe: Callable[[LakeSession, DescribeObject], Result] | None = None
     drop: Callable[[LakeSession, DropObject], Result] | None = None
+    # Whether a consuming write to an object of this kind landed, for a claim whose `landing`
+    # names the kind: how streams.offsets settles a dead writer's claim (tables': built in).
+    landed: Callable[[Catalog, Claim], bool] | None = None
     # The module whose `build_defs(catalog, settings)` makes the kind's Dagster definitions;
     # named, not imported, so that `lake sql` never imports Dagster.
     defs: str | None = None

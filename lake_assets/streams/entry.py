@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import ClassVar
 
 from lake_assets.core.entries import RELATION, CatalogObject
@@ -10,16 +11,28 @@ from lake_assets.core.errors import LakeError
 from lake_assets.core.states import StreamMode
 
 
+class Landing(StrEnum):
+    """What a consuming write lands in, named as its kind is, which says how to tell it landed."""
+
+    TABLE = "table"  # a commit tagged `tag` in the Delta table at `target`
+    VOLUME = "volume"  # the file `path` in the volume `target` (COPY INTO VOLUME)
+
+
 @dataclass(frozen=True)
 class Claim:
     """A statement consuming the stream right now: it writes `target` (read at version `after`)
-    with the commit tagged `tag`, and moves the offset to `end` if that commit lands."""
+    with the commit tagged `tag`, and moves the offset to `end` if that commit lands. A volume
+    export lands as the file `path`, which a later process opens with the writer's `lake_home`
+    (the key to the volume's connection secrets)."""
 
     tag: str
     target: str
     after: int
     end: int
     owner: str
+    landing: Landing = Landing.TABLE
+    path: str | None = None
+    lake_home: str | None = None
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from functools import cache
@@ -29,7 +29,7 @@ from lake_assets.core.delta import Commit, history
 from lake_assets.core.errors import LakeError
 from lake_assets.core.states import StreamMode
 from lake_assets.streams.changelog import RangeFiles, missing, range_files
-from lake_assets.streams.entry import Claim, StreamEntry
+from lake_assets.streams.entry import Claim, Landing, StreamEntry
 from lake_assets.streams.reading import StreamRead, change_query
 
 # VACUUM's default retention: files a commit removed are deleted this long after it.
@@ -58,10 +58,18 @@ def resolve(spark: SparkSession, catalog: Catalog, entry: StreamEntry) -> Stream
     claim = entry.claim
     if claim is None or _alive(claim.owner):
         return entry
-    return _settle(catalog, entry.name, claim.tag, _landed(spark, claim))
+    return _settle(catalog, entry.name, claim.tag, _landed(spark, catalog, claim))
 
 
-def _landed(spark: SparkSession, claim: Claim) -> bool:
+def _landed(spark: SparkSession, catalog: Catalog, claim: Claim) -> bool:
+    """Whether a claim's write landed: its tagged commit is in the table, or, for another kind
+    of target, the kind's own check says so (a volume export: its file is in the volume)."""
+    if claim.landing is not Landing.TABLE:
+        from lake_assets.kinds import BY_NAME  # the kinds import this module: looked up on use
+
+        check = BY_NAME[claim.landing.value].landed
+        assert check is not None
+        return check(catalog, claim)
     record = {Marker.STATEMENT.value: 1, "tag": claim.tag}
     try:
         return find(spark, claim.target, record, after=claim.after) is not None
@@ -132,7 +140,6 @@ def stale(entry: StreamEntry, why: str) -> LakeError:
     )
 
 
-@contextmanager
 def consuming(
     spark: SparkSession,
     catalog: Catalog,
@@ -140,14 +147,23 @@ def consuming(
     target: str,
     after: int,
     record: dict[str, Any],
-) -> Iterator[None]:
+) -> AbstractContextManager[None]:
     """A write to the table at `target` (read at version `after`), committed with `record`,
     that consumes `reads`."""
+    return consuming_as(spark, catalog, reads, Claim(record["tag"], target, after, 0, owner()))
+
+
+@contextmanager
+def consuming_as(
+    spark: SparkSession, catalog: Catalog, reads: Sequence[StreamRead], claim: Claim
+) -> Iterator[None]:
+    """A write that lands as `claim` says and consumes `reads`: each stream is claimed up to the
+    version it was read to, and moves afterwards if, and only if, the write landed."""
     claimed: list[str] = []
     succeeded = False
     try:
         for read in reads:
-            _claim(spark, catalog, read, Claim(record["tag"], target, after, read.end, owner()))
+            _claim(spark, catalog, read, replace(claim, end=read.end))
             claimed.append(read.stream)
         if claimed:
             failpoints.reached(failpoints.CONSUME_BEFORE_COMMIT)
@@ -157,9 +173,9 @@ def consuming(
         succeeded = True
     finally:
         if claimed:
-            landed = succeeded or _landed(spark, Claim(record["tag"], target, after, 0, ""))
+            landed = succeeded or _landed(spark, catalog, claim)
             for name in claimed:
-                _settle(catalog, name, record["tag"], landed)
+                _settle(catalog, name, claim.tag, landed)
 
 
 def _claim(spark: SparkSession, catalog: Catalog, read: StreamRead, claim: Claim) -> None:

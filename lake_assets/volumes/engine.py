@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame
 
 from lake_assets.core.entries import now_utc
-from lake_assets.core.errors import LakeError
 from lake_assets.core.lifecycle import name_taken
 from lake_assets.core.results import Result
 from lake_assets.sql.statements import DescribeObject
@@ -68,21 +67,23 @@ def refresh_volume(session: LakeSession, stmt: RefreshVolume) -> Result:
 
 
 def copy_into_volume(session: LakeSession, stmt: CopyIntoVolume) -> Result:
+    """Export a table or a query's rows; a query that reads streams consumes them (one file,
+    named from the statement's tag, moves them) as INSERT … SELECT does."""
     volume, store = _opened(session, stmt.volume)
+    staging = session.settings.lake_home / "tmp"
     if stmt.table is not None:
         location = session.catalog.get(TableEntry, stmt.table).location
         frame = session.spark.read.format("delta").load(location)
-    else:
-        assert stmt.query is not None
-        bound = session.bind(stmt.query)
-        if bound.reads:
-            raise LakeError(
-                f"COPY INTO VOLUME cannot consume streams yet ({bound.reads[0].stream})",
-                "INSERT the stream's rows into a table, then COPY INTO VOLUME FROM TABLE",
-            )
-        frame = session.spark.sql(bound.sql)
-    staging = session.settings.lake_home / "tmp"
-    return files.copy_into_volume(volume, store, frame, stmt, staging)
+        return files.copy_into_volume(volume, store, frame, stmt, staging)
+    assert stmt.query is not None
+    bound = session.bind(stmt.query)
+    frame = session.spark.sql(bound.sql)
+    if not bound.reads:
+        return files.copy_into_volume(volume, store, frame, stmt, staging)
+    tag = uuid.uuid4().hex
+    path = files.export_path(stmt, tag)
+    with bound.exporting(volume.name, path, tag):
+        return files.copy_into_volume(volume, store, frame, stmt, staging, path)
 
 
 def read_volume(session: LakeSession, source: VolumeSource) -> DataFrame:

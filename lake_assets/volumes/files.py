@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
@@ -21,6 +22,9 @@ from lake_assets.volumes.entry import VolumeEntry
 from lake_assets.volumes.grammar import CopyIntoVolume, VolumeSource
 from resources.storage import FileInfo, VolumeStore, inside
 from resources.volumes import open_store
+
+if TYPE_CHECKING:
+    from lake_assets.streams.entry import Claim
 
 DIRECTORY_SCHEMA = StructType(
     [
@@ -152,15 +156,23 @@ def column_ddl(columns: tuple[Column, ...] | None) -> str:
     return ", ".join(f"`{c.name}` {c.type}" for c in columns or ())
 
 
+def export_path(stmt: CopyIntoVolume, tag: str) -> str:
+    """The one file a COPY that consumes streams writes: named from its tag, so that a later
+    process finds it, and with it whether the COPY landed."""
+    folder = inside(stmt.subdirectory, "SUBDIRECTORY")
+    return _joined(folder, f"part-{tag}.{_EXTENSIONS[stmt.file_format]}")
+
+
 def copy_into_volume(
     volume: VolumeEntry,
     store: VolumeStore,
     frame: DataFrame,
     stmt: CopyIntoVolume,
     staging_root: Path,
+    exported: str | None = None,
 ) -> Result:
-    """Write the rows as one file per Spark partition named partNNNNN.<ext> under SUBDIRECTORY."""
-    folder = inside(stmt.subdirectory, "SUBDIRECTORY")
+    """Write the rows under SUBDIRECTORY as one file per Spark partition named partNNNNN.<ext>,
+    or, for a COPY that consumes streams, as the one file `exported`."""
     extension = _EXTENSIONS[stmt.file_format]
     staging = staging_root / f"export-{uuid.uuid4().hex}"
     try:
@@ -168,18 +180,52 @@ def copy_into_volume(
             str(staging)
         )
         parts = sorted(staging.glob(f"part-*.{extension}*"))
-        taken = {info.relative_path for info in store.list(folder, recursive=False)}
-        number = 1
-        written = []
-        for part in parts:
-            while (name := _joined(folder, f"part{number:05d}.{extension}")) in taken:
-                number += 1
-            store.put(part, name)
-            taken.add(name)
-            written.append(name)
+        if exported is None:
+            written = _numbered(store, inside(stmt.subdirectory, "SUBDIRECTORY"), extension, parts)
+        else:
+            written = _single(volume, store, exported, parts)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return Result.status(f"exported to volume {volume.name}: {', '.join(written) or 'no files'}")
+
+
+def _numbered(store: VolumeStore, folder: str, extension: str, parts: list[Path]) -> list[str]:
+    """Put each part as the next free partNNNNN.<ext> in `folder`: an export never overwrites."""
+    taken = {info.relative_path for info in store.list(folder, recursive=False)}
+    number = 1
+    written = []
+    for part in parts:
+        while (name := _joined(folder, f"part{number:05d}.{extension}")) in taken:
+            number += 1
+        store.put(part, name)
+        taken.add(name)
+        written.append(name)
+    return written
+
+
+def _single(volume: VolumeEntry, store: VolumeStore, name: str, parts: list[Path]) -> list[str]:
+    """Put the one part (Spark writes one even for no rows) as `name` in one atomic put, so the
+    file is there whole or not at all."""
+    if len(parts) != 1:
+        raise LakeError(
+            f"COPY INTO VOLUME {volume.name} would write {len(parts)} files, but a COPY that "
+            "consumes streams writes one",
+            "leave out the FILE_FORMAT option that splits the output (maxRecordsPerFile)",
+        )
+    store.put(parts[0], name)
+    return [name]
+
+
+def export_landed(catalog: Catalog, claim: Claim) -> bool:
+    """Whether a consuming COPY's file is in its volume (see streams.offsets): the volume
+    opened as the writer did, with its LAKE_HOME's key to the connection's secrets."""
+    volume = catalog.find(VolumeEntry, claim.target)
+    if volume is None:  # the volume is gone: nothing of it can be kept consistent any more
+        return False
+    assert claim.path is not None
+    assert claim.lake_home is not None
+    connection = catalog.get(ConnectionEntry, volume.connection)
+    return open_store(volume, connection, Path(claim.lake_home)).stat(claim.path) is not None
 
 
 def _joined(folder: str, name: str) -> str:

@@ -1,9 +1,11 @@
-"""Crash safety of consuming a stream: a `lake sql` process running a consuming statement is
-SIGKILLed just before and just after its commit; the next statement settles its claim, so the
-target and the offset agree, and consuming again loses nothing and applies nothing twice."""
+"""Crash safety of consuming a stream: a `lake sql` process running a consuming statement (DML
+into a table, or COPY INTO VOLUME) is SIGKILLed just before and just after its commit (or its
+file); the next statement settles its claim, so the target and the offset agree, and consuming
+again loses nothing and applies nothing twice."""
 
 from __future__ import annotations
 
+import csv
 import os
 import signal
 import subprocess
@@ -17,6 +19,7 @@ import pytest
 from lake_assets.core import failpoints
 from lake_assets.session import LakeSession
 from lake_assets.streams.entry import StreamEntry
+from tests.ingest_helpers import files, local_volume
 
 ROOT = Path(__file__).resolve().parents[2]
 CONSUMERS = {
@@ -106,5 +109,55 @@ def test_a_consumer_killed_around_its_commit_loses_nothing_and_applies_nothing_t
 
     lake.sql(consume)
     assert rows(lake, "tgt") == rows(lake, "t")
+    described = desc(lake)
+    assert (described["offset_version"], described["pending_commits"]) == (read, 0)
+
+
+def exported_rows(volume: Path) -> Counter:
+    """Every row of every CSV file a COPY INTO VOLUME wrote, counted."""
+    return Counter(
+        (int(id_), name, int(age))
+        for path in volume.rglob("*.csv")
+        for id_, name, age in csv.reader(path.open())
+    )
+
+
+@pytest.mark.parametrize(
+    "failpoint", [failpoints.CONSUME_BEFORE_COMMIT, failpoints.CONSUME_AFTER_COMMIT]
+)
+def test_a_volume_export_killed_around_its_write_exports_each_change_once(
+    lake: LakeSession, tmp_path: Path, failpoint: str
+) -> None:
+    volume = local_volume(lake, tmp_path / "exports")
+    export = (
+        "COPY INTO VOLUME v SUBDIRECTORY 'out/' FROM (SELECT id, name, age FROM s) "
+        "FILE_FORMAT = (TYPE = CSV)"
+    )
+    lake.sql(
+        "CREATE TABLE t (id INT, name VARCHAR, age INT); CREATE TABLE STREAM s ON TABLE t; "
+        f"INSERT INTO t VALUES (1, 'a', 1), (2, 'b', 2); {export}"
+    )
+    offset, exported = desc(lake)["offset_version"], files(volume)
+    assert exported_rows(volume) == rows(lake, "t")
+    lake.sql("INSERT INTO t VALUES (3, 'c', 3), (4, 'd', 4); INSERT INTO t VALUES (5, 'e', 5)")
+    read = latest(lake, "t")
+
+    pid = killed_at(lake.settings.lake_home, failpoint, export)
+    claim = lake.catalog.get(StreamEntry, "s").claim
+    assert claim is not None
+    assert claim.owner.split(":")[1] == str(pid)
+
+    # The next statement settles the dead process's claim: the offset moved iff its file is there.
+    described = desc(lake)
+    assert described["consumer"] is None
+    if failpoint == failpoints.CONSUME_BEFORE_COMMIT:
+        assert (described["offset_version"], files(volume)) == (offset, exported)
+    else:
+        assert described["offset_version"] == read
+        assert files(volume) == sorted([*exported, claim.path])
+        assert exported_rows(volume) == rows(lake, "t")
+
+    lake.sql(export)
+    assert exported_rows(volume) == rows(lake, "t")
     described = desc(lake)
     assert (described["offset_version"], described["pending_commits"]) == (read, 0)
