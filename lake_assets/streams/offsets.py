@@ -3,8 +3,9 @@
 A statement that reads streams pins each one's range when it starts. If it writes, it first
 claims the streams in the catalog (one consumer at a time per stream; a stream moved since it
 was read is refused), then writes with a commit tagged like every commit here; the tag is
-looked up in the target's history afterwards, and each offset moves if, and only if, the write
-committed or the statement wrote nothing at all. A claim left by a killed process is settled the
+looked up in the target's history afterwards (for a volume export, the file named from it in
+the volume), and each offset moves if, and only if, the write committed or the statement wrote
+nothing at all. A claim left by a killed process is settled the
 same way by the next statement that touches the stream, so a crash at any instant leaves the
 target and the offset in agreement."""
 
