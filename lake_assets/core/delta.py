@@ -100,11 +100,24 @@ def latest_version(spark: SparkSession, location: str) -> int:
     return history(spark, location, 1)[0].version
 
 
-def table_properties(spark: SparkSession, location: str) -> dict[str, str]:
-    """The table's properties now (Delta's own keys included)."""
+def table_properties(
+    spark: SparkSession, location: str, version: int | None = None
+) -> dict[str, str]:
+    """The table's properties at `version` (None: now). A local log's checksum file for that
+    version holds them (no Spark job: a stream reads them every statement); without one, SHOW
+    TBLPROPERTIES answers, with Delta's protocol keys besides."""
+    log = _local_log(location)
+    if log is not None:
+        at = version if version is not None else _log_versions(log)[0]
+        try:
+            with open(log / f"{at:020d}.crc", encoding="utf-8") as checksum:
+                return dict(json.load(checksum)["metadata"].get("configuration") or {})
+        except (FileNotFoundError, KeyError, ValueError):
+            pass
+    at_version = location if version is None else f"{location}@v{int(version)}"
     return {
         row["key"]: row["value"]
-        for row in spark.sql(f"SHOW TBLPROPERTIES {delta_ref(location)}").collect()
+        for row in spark.sql(f"SHOW TBLPROPERTIES {delta_ref(at_version)}").collect()
     }
 
 
@@ -129,11 +142,15 @@ def _local_log(location: str) -> Path | None:
 
 def _log_history(log: Path, limit: int | None) -> list[Commit]:
     """Commits from the log's `<version>.json` files and the commitInfo action each carries."""
-    versions = sorted(
+    return [_log_commit(log, version) for version in _log_versions(log)[:limit]]
+
+
+def _log_versions(log: Path) -> list[int]:
+    """The versions of the log's commit files, newest first."""
+    return sorted(
         (int(entry.name[:-5]) for entry in os.scandir(log) if _COMMIT_FILE.fullmatch(entry.name)),
         reverse=True,
     )
-    return [_log_commit(log, version) for version in versions[:limit]]
 
 
 def _log_commit(log: Path, version: int) -> Commit:

@@ -79,14 +79,17 @@ def range_files(spark: SparkSession, location: str, start: int, end: int) -> Ran
         size += sum(a.get("size", 0) for kind, a in files if kind == "cdc" or not cdc)
         unnamed = unnamed or (bool(cdc) and _may_insert(actions))
     found = RangeFiles(tuple(changes), tuple(inserted), tuple(touched), direct, size=size)
-    return _with_row_columns(spark, location, found)
+    return _with_row_columns(spark, location, end, found)
 
 
-def _with_row_columns(spark: SparkSession, location: str, files: RangeFiles) -> RangeFiles:
-    """`files` with the names of the hidden row columns their change files hold."""
+def _with_row_columns(
+    spark: SparkSession, location: str, end: int, files: RangeFiles
+) -> RangeFiles:
+    """`files` with the names of the hidden row columns their change files hold (the range
+    changes no property, so the table's at `end` are those of all its commits)."""
     if not (files.direct and files.changes):
         return files
-    properties = table_properties(spark, location)
+    properties = table_properties(spark, location, end)
     names = (properties.get(ROW_ID_COLUMN), properties.get(ROW_VERSION_COLUMN))
     if properties.get("delta.columnMapping.mode", "none") != "none" or None in names:
         return replace(files, inserted=(), direct=False)

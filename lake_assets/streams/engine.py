@@ -122,8 +122,7 @@ def _untracked(
     spark: SparkSession, location: str, wanted: list[str], version: int | None
 ) -> list[str]:
     """The `wanted` properties that are off at `version` (None: now)."""
-    at = location if version is None else f"{location}@v{int(version)}"
-    properties = table_properties(spark, at)
+    properties = table_properties(spark, location, version)
     return [key for key in wanted if properties.get(key, "false").lower() != "true"]
 
 

@@ -1,5 +1,5 @@
-"""The transaction-log history reader against Delta's own DESCRIBE HISTORY, and session settings
-scoped to a block."""
+"""The transaction-log readers (history, table properties) against Delta's own DESCRIBE HISTORY
+and SHOW TBLPROPERTIES, and session settings scoped to a block."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from lake_assets.core.delta import delta_ref, history, session_conf
+from lake_assets.core.delta import delta_ref, history, session_conf, table_properties
 
 
 def test_the_log_reader_shows_what_describe_history_shows(
@@ -37,6 +37,30 @@ def test_the_log_reader_shows_what_describe_history_shows(
         assert abs(mine.timestamp - theirs["timestamp"]) < timedelta(seconds=2)
     assert from_log[2].user_metadata == '{"tag": 1}'
     assert history(spark, location, 2) == from_log[:2]
+
+
+def test_the_log_reader_shows_the_properties_show_tblproperties_shows(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    location = str(tmp_path / "t")
+    spark.sql(f"CREATE TABLE {delta_ref(location)} (id BIGINT) USING delta")
+    spark.sql(
+        f"ALTER TABLE {delta_ref(location)} SET TBLPROPERTIES "
+        "('delta.enableRowTracking' = 'true', 'team' = 'data')"
+    )
+    latest = history(spark, location)[0].version
+
+    def shown(version: int) -> dict[str, str]:
+        rows = spark.sql(f"SHOW TBLPROPERTIES {delta_ref(f'{location}@v{version}')}").collect()
+        protocol = ("delta.minReaderVersion", "delta.minWriterVersion", "delta.feature.")
+        return {row["key"]: row["value"] for row in rows if not row["key"].startswith(protocol)}
+
+    assert table_properties(spark, location) == shown(latest)
+    assert table_properties(spark, location, 0) == shown(0) == {}
+    assert table_properties(spark, location)["delta.rowTracking.materializedRowIdColumnName"]
+    # Without the checksum file, Spark answers (with Delta's protocol keys besides).
+    (tmp_path / "t" / "_delta_log" / f"{latest:020d}.crc").unlink()
+    assert table_properties(spark, location).items() >= shown(latest).items()
 
 
 def test_session_settings_are_put_back_as_they_were_even_after_an_error(
