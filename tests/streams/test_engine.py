@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
+from lake_assets.core.delta import session_conf
 from lake_assets.core.errors import LakeError
 from lake_assets.session import LakeSession
 from lake_assets.streams import offsets
@@ -661,18 +662,19 @@ def test_a_stream_whose_versions_expired_from_the_log_is_stale(
     assert changes(lake, "s") == []
 
 
+def vacuum_everything(spark: SparkSession, lake: LakeSession, table: str) -> None:
+    """VACUUM with no retention: it deletes every file the latest version does not read."""
+    location = lake.catalog.relation(table).location
+    with session_conf(spark, {"spark.databricks.delta.retentionDurationCheck.enabled": "false"}):
+        spark.sql(f"VACUUM delta.`{location}` RETAIN 0 HOURS").collect()
+
+
 def test_a_stream_whose_files_were_vacuumed_is_stale(
     spark: SparkSession, lake: LakeSession
 ) -> None:
     tracked(lake, "INSERT INTO t VALUES (1, 'a', 1), (2, 'b', 2)")
     lake.sql("ALTER STREAM s SET OFFSET LATEST; UPDATE t SET age = 5 WHERE id = 1")
-    location = lake.catalog.relation("t").location
-    check = "spark.databricks.delta.retentionDurationCheck.enabled"
-    spark.conf.set(check, "false")
-    try:
-        spark.sql(f"VACUUM delta.`{location}` RETAIN 0 HOURS").collect()
-    finally:
-        spark.conf.unset(check)
+    vacuum_everything(spark, lake, "t")
     assert desc(lake, "s")["stale"] is True
     assert refused(lake, "SELECT * FROM s").startswith("stream s is stale: ")
 
@@ -685,13 +687,7 @@ def test_a_first_read_with_initial_rows_needs_only_the_snapshot_at_its_end(
         "CREATE TABLE STREAM s ON TABLE t WITH PROPERTIES ('SHOW_INITIAL_ROWS' = 'TRUE'); "
         "UPDATE t SET age = 5 WHERE id = 1"
     )
-    location = lake.catalog.relation("t").location
-    check = "spark.databricks.delta.retentionDurationCheck.enabled"
-    spark.conf.set(check, "false")
-    try:
-        spark.sql(f"VACUUM delta.`{location}` RETAIN 0 HOURS").collect()
-    finally:
-        spark.conf.unset(check)
+    vacuum_everything(spark, lake, "t")
     assert desc(lake, "s")["stale"] is False
     assert sorted((kind, *values) for kind, _, *values in changes(lake, "s")) == [
         ("INSERT", 1, "a", 5),
