@@ -100,6 +100,21 @@ def _metadata(outcome: RefreshOutcome, entry: DynamicTableEntry) -> dict:
     }
 
 
+# Dagster's eager(), but a source update counts as handled only by a refresh requested after it:
+# eager() also counts a materialization, and a refresh already running when a source commits
+# again ends after that commit without having read it. An update seen on the tick right after a
+# request may have come after the refresh read its sources, so it is not handled either.
+REFRESH_AFTER_SOURCE_UPDATES = (
+    (AutomationCondition.newly_missing() | AutomationCondition.any_deps_updated()).since(
+        (AutomationCondition.newly_requested() & ~AutomationCondition.any_deps_updated())
+        | AutomationCondition.initial_evaluation()
+    )
+    & ~AutomationCondition.any_deps_missing()
+    & ~AutomationCondition.any_deps_in_progress()
+    & ~AutomationCondition.in_progress()
+).with_label("refresh after source updates")
+
+
 def dynamic_table_asset(entry: DynamicTableEntry) -> AssetsDefinition:
     """The dynamic table, refreshed through the Spark resource; one refresh at a time (its pool)."""
 
@@ -109,7 +124,7 @@ def dynamic_table_asset(entry: DynamicTableEntry) -> AssetsDefinition:
         description=entry.comment or f"dynamic table: {entry.query}",
         group_name=DYNAMIC_TABLES_GROUP,
         kinds={"delta", "spark"},
-        automation_condition=AutomationCondition.eager(),
+        automation_condition=REFRESH_AFTER_SOURCE_UPDATES,
         pool=f"dynamic_table_{entry.name}",
         output_required=False,
         metadata={"lake/query": entry.query, "lake/sources": json.dumps(sources_of(entry))},

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from dagster import (
@@ -13,6 +14,7 @@ from dagster import (
     AssetMaterialization,
     DagsterInstance,
     DefaultSensorStatus,
+    EvaluateAutomationConditionsResult,
     evaluate_automation_conditions,
 )
 
@@ -104,6 +106,33 @@ def test_the_automation_sensor_requests_a_refresh_when_a_source_changes(
     changed = evaluate_automation_conditions(defs=defs, instance=instance, cursor=settled.cursor)
     assert changed.total_requested == 1
     assert changed.get_requested_partitions(AssetKey("summary")) == {None}
+
+
+@pytest.mark.parametrize("seen", ["on the tick after the request", "on a later tick"])
+def test_a_source_update_during_a_refresh_requests_another_refresh(
+    lake: LakeSession, instance: DagsterInstance, seen: str
+) -> None:
+    lake.sql(f"CREATE TABLE t (k STRING, v INT); {SUMMARY}")
+    defs = build_definitions(lake.settings)
+
+    def tick(cursor: Any = None) -> EvaluateAutomationConditionsResult:
+        return evaluate_automation_conditions(defs=defs, instance=instance, cursor=cursor)
+
+    first = tick()
+    instance.report_runless_asset_event(AssetMaterialization("summary"))
+    instance.report_runless_asset_event(AssetMaterialization("t"))
+    requested = tick(first.cursor)
+    assert requested.total_requested == 1
+    cursor = requested.cursor
+    if seen == "on a later tick":
+        cursor = tick(cursor).cursor
+
+    # t commits again while that refresh runs; the refresh, which read t before, ends after.
+    instance.report_runless_asset_event(AssetMaterialization("t"))
+    instance.report_runless_asset_event(AssetMaterialization("summary"))
+    again = tick(cursor)
+    assert again.get_requested_partitions(AssetKey("summary")) == {None}
+    assert tick(tick(again.cursor).cursor).total_requested == 0
 
 
 def test_an_automatic_refresh_after_a_failed_upstream_refresh_is_skipped(
