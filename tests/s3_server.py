@@ -7,10 +7,13 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+import boto3
 import pytest
 
 from resources.spark_server import free_port
@@ -67,3 +70,17 @@ def s3_endpoint_fixture(scope: str = "session") -> Callable[..., Iterator[str]]:
             yield endpoint
 
     return s3_endpoint
+
+
+def new_bucket(endpoint: str) -> tuple[Any, str]:
+    """A client of the S3 server at `endpoint` and a fresh bucket of its own."""
+    bucket = f"lake-{uuid.uuid4().hex[:12]}"
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id=ACCESS_ID,
+        aws_secret_access_key=ACCESS_KEY,
+        region_name=REGION,
+    )
+    s3.create_bucket(Bucket=bucket)
+    return s3, bucket

@@ -5,12 +5,10 @@ from __future__ import annotations
 import io
 import json
 import sqlite3
-import uuid
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
-import boto3
 import pytest
 from pyspark.sql import SparkSession
 
@@ -39,7 +37,7 @@ from tests.ingest_helpers import (
     put,
     rows,
 )
-from tests.s3_server import ACCESS_ID, ACCESS_KEY, REGION
+from tests.s3_server import ACCESS_ID, ACCESS_KEY, REGION, new_bucket
 
 COPY = "COPY INTO t FROM VOLUME v USING CSV"
 NO_CHANGE = "COPY: 0 files loaded (0 rows), 0 failed, 0 purged"
@@ -524,15 +522,7 @@ def test_copy_from_an_s3_volume(
 ) -> None:
     # S3 dates objects at upload, so the settle window cannot be dodged by back-dating them.
     monkeypatch.setattr(loading, "SETTLE_SECONDS", 0.0)
-    bucket = f"lake-{uuid.uuid4().hex[:12]}"
-    s3 = boto3.client(
-        "s3",
-        endpoint_url=s3_endpoint,
-        aws_access_key_id=ACCESS_ID,
-        aws_secret_access_key=ACCESS_KEY,
-        region_name=REGION,
-    )
-    s3.create_bucket(Bucket=bucket)
+    s3, bucket = new_bucket(s3_endpoint)
     lake.sql(
         f"CREATE STORAGE CONNECTION my_s3 TYPE S3 ENDPOINT = '{s3_endpoint}' "
         f"ACCESS_ID = '{ACCESS_ID}' ACCESS_KEY = '{ACCESS_KEY}' REGION = '{REGION}'"

@@ -10,13 +10,11 @@ import json
 import os
 import re
 import socket
-import uuid
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 
 from lake_assets.core.errors import LakeError
@@ -25,7 +23,7 @@ from lake_assets.session import LakeSession
 from lake_assets.streams import offsets
 from lake_assets.streams.entry import Claim, Landing, StreamEntry
 from tests.ingest_helpers import files, local_volume
-from tests.s3_server import ACCESS_ID, ACCESS_KEY, REGION
+from tests.s3_server import ACCESS_ID, ACCESS_KEY, REGION, new_bucket
 
 EXPORT = "COPY INTO VOLUME v SUBDIRECTORY 'out/' FROM (SELECT id, name, age FROM s{where}) "
 CSV = "FILE_FORMAT = (TYPE = CSV)"
@@ -195,15 +193,7 @@ def test_a_dead_copy_s_claim_is_settled_by_whether_its_file_is_there(
 def test_a_copy_into_an_s3_volume_consumes_and_its_dead_claims_settle(
     lake: LakeSession, s3_endpoint: str
 ) -> None:
-    bucket = f"lake-{uuid.uuid4().hex[:12]}"
-    s3 = boto3.client(
-        "s3",
-        endpoint_url=s3_endpoint,
-        aws_access_key_id=ACCESS_ID,
-        aws_secret_access_key=ACCESS_KEY,
-        region_name=REGION,
-    )
-    s3.create_bucket(Bucket=bucket)
+    s3, bucket = new_bucket(s3_endpoint)
     lake.sql(
         "CREATE TABLE t (id INT, name VARCHAR, age INT); CREATE TABLE STREAM s ON TABLE t; "
         "INSERT INTO t VALUES (1, 'a', 1), (2, 'b', 2); "
