@@ -133,6 +133,13 @@ def log_actions(location: str, version: int) -> list[dict[str, Any]] | None:
         return None
 
 
+def log_versions(location: str) -> list[int] | None:
+    """The table's commit versions, newest first, from a local log without Spark (sensors ask
+    this every few seconds); None for other stores."""
+    log = _local_log(location)
+    return None if log is None else _log_versions(log)
+
+
 def _local_log(location: str) -> Path | None:
     if "://" in location and not location.startswith("file:"):
         return None

@@ -67,7 +67,7 @@ def range_files(spark: SparkSession, location: str, start: int, end: int) -> Ran
         actions = log_actions(location, version)
         if actions is None:
             return None
-        files = _data_changes(actions)
+        files = data_changes(actions)
         touched += [action["path"] for _, action in files]
         cdc = [action["path"] for kind, action in files if kind == "cdc"]
         changes += [(path, version) for path in cdc]
@@ -106,7 +106,7 @@ def _may_insert(actions: list[dict[str, Any]]) -> bool:
     return metrics.get("numTargetRowsInserted", "1") != "0"
 
 
-def _data_changes(actions: Iterable[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+def data_changes(actions: Iterable[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     """The commit's file actions that change data: (kind, action) for add, remove and cdc."""
     return [
         (kind, action[kind])
@@ -174,7 +174,7 @@ def _origins(location: str, backfill: int) -> tuple[Origin, ...]:
     bases = sorted((a["add"]["baseRowId"], a["add"]["path"]) for a in actions if "add" in a)
     added: dict[str, int] = {}
     for version in range(backfill - 1, -1, -1) if bases else ():
-        for kind, action in _data_changes(log_actions(location, version) or []):
+        for kind, action in data_changes(log_actions(location, version) or []):
             if kind == "add":
                 added[action["path"]] = version
     ends = [base - 1 for base, _ in bases[1:]] + [2**63 - 1]
