@@ -14,4 +14,6 @@ def hidden(name: str) -> str:
 # The project's own sensors: a pipe (a sensor of its own name) may not take these names.
 VOLUMES_SENSOR = "lake_volumes"
 AUTOMATION_SENSOR = "lake_automation"
-RESERVED_SENSORS = (VOLUMES_SENSOR, AUTOMATION_SENSOR)
+STREAMS_SENSOR = "lake_streams"
+TASKS_SENSOR = "lake_tasks"
+RESERVED_SENSORS = (VOLUMES_SENSOR, AUTOMATION_SENSOR, STREAMS_SENSOR, TASKS_SENSOR)

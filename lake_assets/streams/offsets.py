@@ -43,7 +43,7 @@ def owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{psutil.Process().create_time():.3f}"
 
 
-def _alive(claim_owner: str) -> bool:
+def alive(claim_owner: str) -> bool:
     """Whether a claim's process may still commit; one on another host is assumed alive."""
     host, pid, started = claim_owner.rsplit(":", 2)
     if host != socket.gethostname():
@@ -57,7 +57,7 @@ def _alive(claim_owner: str) -> bool:
 def resolve(spark: SparkSession, catalog: Catalog, entry: StreamEntry) -> StreamEntry:
     """The stream with a dead consumer's claim settled: its offset moved if its write landed."""
     claim = entry.claim
-    if claim is None or _alive(claim.owner):
+    if claim is None or alive(claim.owner):
         return entry
     return _settle(catalog, entry.name, claim.tag, _landed(spark, catalog, claim))
 
