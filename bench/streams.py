@@ -176,7 +176,7 @@ def raw_net_changes(location: str, first: int, last: int) -> str:
 def delta_way(lake: LakeSession) -> str:
     """The stream's query as Delta's own net-change reader would answer it (the oracle)."""
     pinned = offsets.pin(lake.spark, lake.catalog, "s")
-    columns = lake.stream_columns(pinned.entry)
+    columns = pinned.source.columns
     return change_query(pinned.entry, pinned.read, columns, pinned.commits, files=None)
 
 

@@ -180,7 +180,7 @@ class LakeSession:
             if isinstance(relation, StreamEntry)
         }
         pinned = {name: offsets.pin(self.spark, self.catalog, name) for name in streams}
-        queries = {name: pin.query(self.stream_columns(pin.entry)) for name, pin in pinned.items()}
+        queries = {name: pin.query() for name, pin in pinned.items()}
         bound = bind_tables(expression, lambda name: relations[name].location, narrowed, queries)
         for placeholder, source in statement.sources.items():
             self._source_frame(source).createOrReplaceTempView(placeholder)
@@ -199,10 +199,6 @@ class LakeSession:
         if isinstance(expression, exp.Merge) and target is not None:
             return standard_merge(expression, [c.name for c in target.columns])
         return subquery_merge(expression)
-
-    def stream_columns(self, entry: StreamEntry) -> list[str]:
-        """The source's visible columns, which a stream shows after its metadata columns."""
-        return [column.name for column in self.catalog.relation(entry.source).columns]
 
     def _source_frame(self, source: Source) -> DataFrame:
         return _READERS[type(source)](self, source)

@@ -28,6 +28,7 @@ class Marker(StrEnum):
     LOAD = "lake_load"
     REFRESH = "lake_refresh"
     STATEMENT = "lake_statement"
+    DIRECTORY = "lake_directory"
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ def committing(
         yield
 
 
-def _newest_first(spark: SparkSession, location: str) -> Iterator[Commit]:
+def _newest_first(spark: SparkSession | None, location: str) -> Iterator[Commit]:
     """The history newest first, read in growing windows: a long one is not read in full."""
     limit = seen = 8
     commits = history(spark, location, limit)
@@ -107,8 +108,9 @@ def find(spark: SparkSession, location: str, record: dict[str, Any], after: int)
     return None
 
 
-def newest(spark: SparkSession, location: str, marker: Marker) -> tuple[Commit, dict] | None:
-    """The newest commit carrying a record of `marker`'s kind, with its record."""
+def newest(spark: SparkSession | None, location: str, marker: Marker) -> tuple[Commit, dict] | None:
+    """The newest commit carrying a record of `marker`'s kind, with its record (without Spark,
+    `spark` None, for a table on a local filesystem)."""
     for commit in _newest_first(spark, location):
         record = decode(commit.user_metadata, marker)
         if record is not None:

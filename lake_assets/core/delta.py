@@ -13,6 +13,8 @@ from typing import Any, NamedTuple
 
 from pyspark.sql import SparkSession
 
+from lake_assets.core.errors import LakeError
+
 COMMIT_TAG_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 # "none": a MERGE reads its source as given (a refresh checkpoints its source itself).
 MATERIALIZE_SOURCE_CONF = "spark.databricks.delta.merge.materializeSource"
@@ -73,16 +75,21 @@ def quote_name(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def history(spark: SparkSession, location: str, limit: int | None = None) -> list[Commit]:
+def history(spark: SparkSession | None, location: str, limit: int | None = None) -> list[Commit]:
     """Commit history, newest first. A table on a local filesystem is read straight from its
-    transaction log (no Spark job: a refresh or load asks this several times); others through
-    DESCRIBE HISTORY."""
+    transaction log (no Spark job: a refresh or load asks this several times, and sensors, which
+    pass no `spark`, too); others through DESCRIBE HISTORY."""
     # Local logs are parsed by hand. deltalake (delta-rs 1.6.6) returns the same commits for our
     # tables (deletion vectors, row tracking, v2 checkpoints included) but costs ~100 ms to import
     # and 4-12 ms per table opened against ~1 ms here; it is the candidate for logs in S3.
     log = _local_log(location)
     if log is not None:
         return _log_history(log, limit)
+    if spark is None:
+        raise LakeError(
+            f"the Delta log at {location} is not on a local filesystem: reading it needs Spark",
+            "read it in a run, not in a sensor",
+        )
     suffix = f" LIMIT {int(limit)}" if limit else ""
     return [
         Commit(

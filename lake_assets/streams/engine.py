@@ -20,21 +20,21 @@ from lake_assets.core.errors import LakeError
 from lake_assets.core.lifecycle import drop_object, name_taken
 from lake_assets.core.results import Result
 from lake_assets.core.states import StreamMode
-from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.sql.statements import DescribeObject
 from lake_assets.streams import offsets
 from lake_assets.streams.entry import StreamEntry
-from lake_assets.streams.grammar import LATEST, AlterStreamOffset, CreateStream, Position
-from lake_assets.tables.entry import TableEntry
+from lake_assets.streams.grammar import (
+    LATEST,
+    SOURCE_KINDS,
+    AlterStreamOffset,
+    CreateStream,
+    Position,
+)
+from lake_assets.streams.sources import KINDS, ChangeSource, change_source, find_source
 
 if TYPE_CHECKING:
     from lake_assets.session import LakeSession
 
-Source = TableEntry | DynamicTableEntry
-_SOURCES: dict[str, type[Source]] = {
-    "table": TableEntry,
-    "dynamic_table": DynamicTableEntry,
-}
 _CHANGE_FEED = "delta.enableChangeDataFeed"
 _ROW_TRACKING = "delta.enableRowTracking"
 # Delta operations that only add or remove data files: they never change a table's properties.
@@ -73,7 +73,7 @@ def create_stream(session: LakeSession, stmt: CreateStream) -> Result:
     entry = StreamEntry(
         stmt.name,
         source.name,
-        source.kind(),
+        source.kind,
         source.location,
         stmt.mode,
         stmt.show_initial_rows,
@@ -87,29 +87,29 @@ def create_stream(session: LakeSession, stmt: CreateStream) -> Result:
         catalog.replace(replace(entry, generation=old.generation + 1 if old else 0))
     else:
         catalog.add(entry)
-    note = f"; turned on change tracking for {source.LABEL} {source.name}" if turned_on else ""
+    note = f"; turned on change tracking for {source.label} {source.name}" if turned_on else ""
     return Result.status(
-        f"created stream {stmt.name} on {source.LABEL} {source.name} at version {offset}{note}"
+        f"created stream {stmt.name} on {source.label} {source.name} at version {offset}{note}"
     )
 
 
-def _source(session: LakeSession, stmt: CreateStream) -> Source:
-    wanted = _SOURCES[stmt.source_kind]
-    found = session.catalog.find_relation(stmt.source)
+def _source(session: LakeSession, stmt: CreateStream) -> ChangeSource:
+    wanted = KINDS[stmt.source_kind]
+    found = find_source(session.catalog, stmt.source_kind, stmt.source)
     if found is None:
         raise LakeError(
             f"cannot create stream {stmt.name}: {wanted.LABEL} {stmt.source} does not exist",
             f"check the name with {wanted.SHOW}",
         )
     if not isinstance(found, wanted):
-        words = found.CREATE.removeprefix("CREATE ")
+        words = [" ".join(words) for words, kind in SOURCE_KINDS.items() if kind == found.kind()]
         raise LakeError(
             f"cannot create stream {stmt.name}: {stmt.source} is a {found.LABEL}",
-            f"write ON {words} {stmt.source}"
-            if type(found) in _SOURCES.values()
-            else "create streams on tables and dynamic tables",
+            f"write ON {words[0]} {stmt.source}"
+            if words
+            else "create streams on tables, dynamic tables and volumes",
         )
-    return found
+    return change_source(found)
 
 
 def _tracking(mode: StreamMode, initial: bool) -> list[str]:
@@ -126,7 +126,7 @@ def _untracked(
     return [key for key in wanted if properties.get(key, "false").lower() != "true"]
 
 
-def _track_changes(session: LakeSession, source: Source, wanted: list[str]) -> bool:
+def _track_changes(session: LakeSession, source: ChangeSource, wanted: list[str]) -> bool:
     """Turn on what a stream reads by; whether anything had to be turned on."""
     spark = session.spark
     location = source.location
@@ -135,12 +135,7 @@ def _track_changes(session: LakeSession, source: Source, wanted: list[str]) -> b
         return False
     assignments = ", ".join(f"{sql_string(key)} = 'true'" for key in missing)
     spark.sql(f"ALTER TABLE {delta_ref(location)} SET TBLPROPERTIES ({assignments})")
-    if isinstance(source, TableEntry):
-        session.catalog.update(
-            TableEntry,
-            source.name,
-            lambda e: replace(e, properties={**e.properties, "change_tracking": "true"}),
-        )
+    source.mark_tracked(session.catalog)
     return True
 
 

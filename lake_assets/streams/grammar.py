@@ -1,5 +1,6 @@
-"""CREATE [OR REPLACE] TABLE STREAM and ALTER STREAM … SET OFFSET; SHOW, DESC and DROP take the
-forms every kind shares (`SHOW [TABLE] STREAMS`, `DESC STREAM s`, `DROP [TABLE] STREAM s`)."""
+"""CREATE [OR REPLACE] [TABLE] STREAM on a table, a dynamic table or a volume, and ALTER STREAM
+… SET OFFSET; SHOW, DESC and DROP take the forms every kind shares (`SHOW [TABLE] STREAMS`,
+`DESC STREAM s`, `DROP [TABLE] STREAM s`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from lake_assets.sql.statements import Statement
 from lake_assets.sql.tokens import TokenCursor
 
 CREATE_STREAM = (
-    "CREATE [OR REPLACE] TABLE STREAM [IF NOT EXISTS] name ON TABLE t | ON DYNAMIC TABLE d "
+    "CREATE [OR REPLACE] [TABLE] STREAM [IF NOT EXISTS] name ON TABLE t | ON DYNAMIC TABLE d "
+    "| ON VOLUME v "
     "[AT (VERSION => n) | AT (TIMESTAMP => '…')] [WITH PROPERTIES ('TABLE_STREAM_MODE' = "
     "'STANDARD' | 'APPEND_ONLY', 'SHOW_INITIAL_ROWS' = 'TRUE' | 'FALSE')] [COMMENT '…']"
 )
@@ -23,7 +25,11 @@ ALTER_STREAM = (
     "| SET OFFSET LATEST"
 )
 WORDS = ObjectWords("stream", (("STREAM",), ("TABLE", "STREAM")))
-_SOURCE_KINDS = {("TABLE",): "table", ("DYNAMIC", "TABLE"): "dynamic_table"}
+SOURCE_KINDS = {
+    ("TABLE",): "table",
+    ("DYNAMIC", "TABLE"): "dynamic_table",
+    ("VOLUME",): "volume",
+}
 _PROPERTIES = ("table_stream_mode", "show_initial_rows")
 
 
@@ -69,7 +75,7 @@ def parse_create_stream(cursor: TokenCursor, grammar: Grammar) -> Statement:
     name = cursor.name("a stream name")
     cursor.expect("ON")
     source_kind = _source_kind(cursor)
-    source = cursor.name("the name of the table the stream reads")
+    source = cursor.name(f"the name of the {source_kind.replace('_', ' ')} the stream reads")
     at = _position(cursor) if cursor.accept("AT") else LATEST
     properties = _properties(cursor) if cursor.accept("WITH", "PROPERTIES") else {}
     comment = cursor.string("a comment") if cursor.accept("COMMENT") else None
@@ -90,15 +96,10 @@ def parse_create_stream(cursor: TokenCursor, grammar: Grammar) -> Statement:
 
 
 def _source_kind(cursor: TokenCursor) -> str:
-    for words, kind in sorted(_SOURCE_KINDS.items(), key=lambda item: -len(item[0])):
+    for words, kind in sorted(SOURCE_KINDS.items(), key=lambda item: -len(item[0])):
         if cursor.accept(*words):
             return kind
-    if cursor.word() == "VOLUME":
-        raise LakeError(
-            "streams on volumes are not supported yet",
-            "create a table stream ON TABLE t or ON DYNAMIC TABLE d",
-        )
-    cursor.fail("TABLE or DYNAMIC TABLE")
+    cursor.fail("TABLE, DYNAMIC TABLE or VOLUME")
 
 
 def _position(cursor: TokenCursor) -> Position:

@@ -32,6 +32,7 @@ from lake_assets.core.states import StreamMode
 from lake_assets.streams.changelog import RangeFiles, missing, range_files
 from lake_assets.streams.entry import Claim, Landing, StreamEntry
 from lake_assets.streams.reading import StreamRead, change_query
+from lake_assets.streams.sources import KINDS, ChangeSource, change_source, find_source
 
 # VACUUM's default retention: files a commit removed are deleted this long after it.
 FILE_RETENTION = timedelta(days=7)
@@ -91,29 +92,33 @@ def _settle(catalog: Catalog, name: str, tag: str, moved: bool) -> StreamEntry:
 
 @dataclass(frozen=True)
 class Pinned:
-    """A stream, the range a statement starting now reads (its offset to the source's latest
-    version), the source's commits (newest first) to that version, and the files the range
-    wrote when its log could be read."""
+    """A stream, its source, the range a statement starting now reads (its offset to the
+    source's latest version), the source's commits (newest first) to that version, and the
+    files the range wrote when its log could be read."""
 
     entry: StreamEntry
+    source: ChangeSource
     read: StreamRead
     commits: list[Commit]
     files: RangeFiles | None = None
 
-    def query(self, columns: Sequence[str]) -> str:
-        return change_query(self.entry, self.read, columns, self.commits, self.files)
+    def query(self, columns: Sequence[str] | None = None) -> str:
+        """The stream's rows as Spark SQL: its metadata columns, then `columns` (the source's
+        visible columns unless given)."""
+        shown = self.source.columns if columns is None else columns
+        return change_query(self.entry, self.read, shown, self.commits, self.files)
 
 
 def pin(spark: SparkSession, catalog: Catalog, name: str) -> Pinned:
     entry = resolve(spark, catalog, catalog.get(StreamEntry, name))
-    check_source(catalog, entry)
+    source = check_source(catalog, entry)
     commits = history(spark, entry.source_location)
     end, earliest = commits[0].version, commits[-1].version
     if entry.offset < end and earliest > entry.offset + 1:
         raise stale(entry, f"the versions after {entry.offset} of {entry.source} have expired")
     read = StreamRead(name, entry.generation, entry.offset, end, entry.initial_pending)
     if read.initial and entry.mode is StreamMode.STANDARD:  # only the snapshot at `end` is read
-        return Pinned(entry, read, commits)
+        return Pinned(entry, source, read, commits)
     files = range_files(spark, entry.source_location, entry.offset, end)
     if files is not None and missing(entry.source_location, files):
         raise stale(
@@ -121,16 +126,18 @@ def pin(spark: SparkSession, catalog: Catalog, name: str) -> Pinned:
             f"files that the changes after version {entry.offset} of {entry.source} need were "
             "removed (VACUUM)",
         )
-    return Pinned(entry, read, commits, files)
+    return Pinned(entry, source, read, commits, files)
 
 
-def check_source(catalog: Catalog, entry: StreamEntry) -> None:
-    """A stream whose source was dropped or replaced can never be read again."""
-    source = catalog.find_relation(entry.source)
-    if source is None:
+def check_source(catalog: Catalog, entry: StreamEntry) -> ChangeSource:
+    """The stream's source; one that was dropped or replaced can never be read again."""
+    found = find_source(catalog, entry.source_kind, entry.source)
+    if found is None:
         raise stale(entry, f"its source {entry.source} was dropped")
-    if getattr(source, "location", None) != entry.source_location:
+    source = change_source(found) if isinstance(found, KINDS[entry.source_kind]) else None
+    if source is None or source.location != entry.source_location:
         raise stale(entry, f"its source {entry.source} was replaced")
+    return source
 
 
 def stale(entry: StreamEntry, why: str) -> LakeError:

@@ -3,7 +3,6 @@ that observes every volume by listing it (never Spark)."""
 
 from __future__ import annotations
 
-import hashlib
 import warnings
 from collections.abc import Iterable
 
@@ -30,7 +29,7 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.names import VOLUMES_SENSOR
 from lake_assets.core.settings import LakeSettings
 from lake_assets.volumes.entry import VolumeEntry
-from lake_assets.volumes.files import store_of
+from lake_assets.volumes.files import listing_digest, store_of
 from resources.storage import FileInfo
 
 VOLUMES_GROUP = "volumes"
@@ -41,14 +40,6 @@ DATA_VERSION_TAG = "dagster/data_version"
 
 def volume_key(name: str) -> AssetKey:
     return AssetKey(["volume", name])
-
-
-def listing_digest(files: list[FileInfo]) -> str:
-    """Changes whenever a file appears, disappears or changes."""
-    digest = hashlib.sha256()
-    for info in files:
-        digest.update(f"{info.relative_path}\\0{info.etag}\\0{info.size}\\n".encode())
-    return digest.hexdigest()[:16]
 
 
 def listing_metadata(files: list[FileInfo]) -> dict[str, int]:

@@ -10,10 +10,13 @@ from lake_assets.core.entries import CatalogObject
 
 @dataclass(frozen=True)
 class VolumeEntry(CatalogObject):
-    """`directory_location` is the Delta directory table's path under the warehouse."""
+    """`directory_location` is the Delta directory table's path under the warehouse;
+    `change_tracking` says a stream reads it, so it is kept current by itself."""
 
     NAMESPACE: ClassVar[str] = "volume"
     LABEL: ClassVar[str] = "volume"
+    SHOW: ClassVar[str] = "SHOW VOLUMES"
+    CREATE: ClassVar[str] = "CREATE EXTERNAL VOLUME"
     REFERENCES: ClassVar[dict[str, str]] = {"connection": "connection"}
 
     location: str = ""
@@ -25,3 +28,4 @@ class VolumeEntry(CatalogObject):
     directory_location: str = ""
     queue_type: str | None = None
     queue_name: str | None = None
+    change_tracking: bool = False

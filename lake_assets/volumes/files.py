@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import uuid
 from pathlib import Path
@@ -12,6 +13,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType, Tim
 
 from lake_assets.connections.entry import ConnectionEntry
 from lake_assets.core.catalog import Catalog
+from lake_assets.core.commits import Marker, committing, new_record, newest
 from lake_assets.core.delta import delta_ref
 from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
@@ -54,9 +56,28 @@ def create_directory_table(spark: SparkSession, location: str) -> None:
     )
 
 
+def listing_digest(files: list[FileInfo]) -> str:
+    """Changes whenever a file appears, disappears or changes."""
+    digest = hashlib.sha256()
+    for info in files:
+        digest.update(f"{info.relative_path}\\0{info.etag}\\0{info.size}\\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def directory_digest(spark: SparkSession | None, volume: VolumeEntry) -> str | None:
+    """The listing digest the directory table was last refreshed to, from its Delta log (no
+    Spark for a local one); None before the first refresh."""
+    found = newest(spark, volume.directory_location, Marker.DIRECTORY)
+    return None if found is None else found[1]["digest"]
+
+
 def refresh_directory(spark: SparkSession, volume: VolumeEntry, store: VolumeStore) -> str:
-    """Bring the directory table in line with a fresh listing, as one MERGE."""
+    """Bring the directory table in line with a fresh listing, as one MERGE whose commit records
+    the listing's digest; an unchanged listing commits nothing."""
     files = store.list(recursive=volume.recursive)
+    digest = listing_digest(files)
+    if directory_digest(spark, volume) == digest:
+        return f"volume {volume.name} is up to date: {len(files)} files"
     listing = spark.createDataFrame(
         [
             (f.relative_path, f.size, f.last_modified.replace(tzinfo=None), f.url, f.etag)
@@ -65,13 +86,14 @@ def refresh_directory(spark: SparkSession, volume: VolumeEntry, store: VolumeSto
         DIRECTORY_SCHEMA,
     )
     listing.createOrReplaceTempView(_LISTING)
-    spark.sql(
-        f"""MERGE INTO {delta_ref(volume.directory_location)} d
-        USING {_LISTING} l ON d.relative_path = l.relative_path
-        WHEN MATCHED AND (d.etag <> l.etag OR d.size <> l.size) THEN UPDATE SET *
-        WHEN NOT MATCHED THEN INSERT *
-        WHEN NOT MATCHED BY SOURCE THEN DELETE"""
-    ).collect()
+    with committing(spark, new_record(Marker.DIRECTORY, digest=digest, files=len(files))):
+        spark.sql(
+            f"""MERGE INTO {delta_ref(volume.directory_location)} d
+            USING {_LISTING} l ON d.relative_path = l.relative_path
+            WHEN MATCHED AND (d.etag <> l.etag OR d.size <> l.size) THEN UPDATE SET *
+            WHEN NOT MATCHED THEN INSERT *
+            WHEN NOT MATCHED BY SOURCE THEN DELETE"""
+        ).collect()
     return f"refreshed volume {volume.name}: {len(files)} files"
 
 
