@@ -1,8 +1,10 @@
-"""Volumes → observable assets whose data version is a digest of the file listing, and the sensor
-that observes every volume by listing it (never Spark)."""
+"""Volumes → observable assets whose data version is a digest of the file listing, the sensor
+that observes every volume by listing it (never Spark), and for a volume a stream reads, a job
+that refreshes its directory table and a sensor that runs it when the listing changed.
 
-from __future__ import annotations
+No `from __future__ import annotations` here: Dagster reads the op's context type at runtime."""
 
+import time
 import warnings
 from collections.abc import Iterable
 
@@ -13,29 +15,49 @@ from dagster import (
     AssetSpec,
     BetaWarning,
     DagsterInstance,
+    DagsterRunStatus,
     DataVersion,
     DefaultSensorStatus,
     Definitions,
+    JobDefinition,
     ObserveResult,
+    OpExecutionContext,
+    RunRequest,
+    RunsFilter,
     SensorDefinition,
     SensorEvaluationContext,
     SensorResult,
     SkipReason,
+    job,
     multi_observable_source_asset,
+    op,
     sensor,
 )
 
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.names import VOLUMES_SENSOR
+from lake_assets.core.names import DIRECTORIES_SENSOR, VOLUMES_SENSOR
 from lake_assets.core.settings import LakeSettings
 from lake_assets.volumes.entry import VolumeEntry
-from lake_assets.volumes.files import listing_digest, store_of
+from lake_assets.volumes.files import directory_digest, listing_digest, refresh_directory, store_of
+from resources.catalog import CatalogResource
+from resources.spark import DeltaSparkResource
 from resources.storage import FileInfo
 
 VOLUMES_GROUP = "volumes"
 # A listing is cheap, but each one of an S3 volume is a request: every volume twice a minute.
 OBSERVE_INTERVAL_SECONDS = 30
 DATA_VERSION_TAG = "dagster/data_version"
+# A directory table a stream reads follows its volume within seconds (the daemon looks at
+# sensors every ~5 s; a smaller interval runs each tick).
+DIRECTORY_INTERVAL_SECONDS = 2
+# A failed directory refresh is asked for again this long after it ended.
+DIRECTORY_RETRY_SECONDS = 30
+_UNDER_WAY = [
+    DagsterRunStatus.QUEUED,
+    DagsterRunStatus.NOT_STARTED,
+    DagsterRunStatus.STARTING,
+    DagsterRunStatus.STARTED,
+]
 
 
 def volume_key(name: str) -> AssetKey:
@@ -142,10 +164,92 @@ def volumes_sensor(names: list[str], settings: LakeSettings) -> SensorDefinition
     return observe_volumes
 
 
+def directory_job(volume: VolumeEntry) -> JobDefinition:
+    """Refreshes the volume's directory table (one MERGE, with Spark); one run at a time."""
+
+    @op(name=f"refresh_directory_{volume.name}", pool=f"directory_{volume.name}")
+    def refresh(
+        context: OpExecutionContext, spark: DeltaSparkResource, catalog: CatalogResource
+    ) -> None:
+        lake = catalog.catalog
+        current = lake.get(VolumeEntry, volume.name)
+        store = store_of(lake, catalog.settings, current)
+        context.log.info(refresh_directory(spark.spark_session, current, store))
+
+    @job(name=directory_job_name(volume), description=f"refresh {volume.name}'s directory table")
+    def refresh_job() -> None:
+        refresh()
+
+    return refresh_job
+
+
+def _directory_request(instance: DagsterInstance, job_name: str, digest: str) -> RunRequest | str:
+    """A run of the job that refreshes to `digest`, or why none is asked for now: one is under
+    way, or the last one failed moments ago."""
+    if instance.get_runs(RunsFilter(job_name=job_name, statuses=_UNDER_WAY), limit=1):
+        return "a refresh is under way"
+    last = instance.get_run_records(RunsFilter(job_name=job_name), limit=1)
+    failed = last and last[0].dagster_run.status == DagsterRunStatus.FAILURE
+    if failed and time.time() - (last[0].end_time or 0) < DIRECTORY_RETRY_SECONDS:
+        return "the last refresh failed; retrying soon"
+    return RunRequest(job_name=job_name, tags={"lake/directory_digest": digest})
+
+
+def directories_sensor(
+    volumes: list[VolumeEntry], jobs: list[JobDefinition], settings: LakeSettings
+) -> SensorDefinition:
+    """Lists each volume a stream reads and compares the listing's digest with the one its
+    directory table's last refresh committed (from the Delta log): no Spark decides."""
+
+    @sensor(
+        name=DIRECTORIES_SENSOR,
+        jobs=jobs,
+        minimum_interval_seconds=DIRECTORY_INTERVAL_SECONDS,
+        default_status=DefaultSensorStatus.RUNNING,
+        description="refreshes the directory table of every volume a stream reads",
+    )
+    def watch_directories(context: SensorEvaluationContext) -> SensorResult:
+        catalog = Catalog(settings.catalog_path)
+        requests, waiting = [], []
+        for volume in volumes:
+            current = catalog.find(VolumeEntry, volume.name)
+            if current is None:
+                continue
+            try:
+                digest = listing_digest(volume_files(catalog, settings, current))
+                if digest == directory_digest(None, current):
+                    continue
+            except Exception as error:  # one unreachable volume must not hide the others
+                context.log.warning(f"volume {volume.name} could not be listed: {error}")
+                continue
+            request = _directory_request(context.instance, directory_job_name(volume), digest)
+            if isinstance(request, RunRequest):
+                requests.append(request)
+            else:
+                waiting.append(f"{volume.name}: {request}")
+        return SensorResult(
+            run_requests=requests,
+            skip_reason=None if requests else "; ".join(waiting) or "every directory is current",
+        )
+
+    return watch_directories
+
+
+def directory_job_name(volume: VolumeEntry) -> str:
+    return f"refresh_directory_{volume.name}_job"
+
+
 def build_defs(catalog: Catalog, settings: LakeSettings) -> Definitions:
-    """Each volume as an observable asset, and the sensor that observes them all."""
+    """Each volume as an observable asset and the sensor that observes them all; for volumes a
+    stream reads, the jobs that refresh their directory tables and the sensor that runs them."""
     volumes = catalog.entries(VolumeEntry)
+    tracked = [volume for volume in volumes if volume.change_tracking]
+    jobs = [directory_job(volume) for volume in tracked]
+    sensors = [volumes_sensor([volume.name for volume in volumes], settings)] if volumes else []
+    if tracked:
+        sensors.append(directories_sensor(tracked, jobs, settings))
     return Definitions(
         assets=[volume_asset(volume, settings) for volume in volumes],
-        sensors=[volumes_sensor([volume.name for volume in volumes], settings)] if volumes else [],
+        jobs=jobs,
+        sensors=sensors,
     )

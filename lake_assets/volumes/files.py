@@ -13,7 +13,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType, Tim
 
 from lake_assets.connections.entry import ConnectionEntry
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.commits import Marker, committing, new_record, newest
+from lake_assets.core.commits import Marker, committing, new_record, newest, writer_options
 from lake_assets.core.delta import delta_ref
 from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
@@ -47,11 +47,14 @@ def store_of(catalog: Catalog, settings: LakeSettings, volume: VolumeEntry) -> V
 
 
 def create_directory_table(spark: SparkSession, location: str) -> None:
-    """An empty directory table with change data feed, for volume streams to read."""
+    """An empty directory table with change data feed, for volume streams to read; it records
+    the empty listing's digest, as each refresh records its listing's."""
+    record = new_record(Marker.DIRECTORY, digest=listing_digest([]), files=0)
     (
         spark.createDataFrame([], DIRECTORY_SCHEMA)
         .write.format("delta")
         .option("delta.enableChangeDataFeed", "true")
+        .options(**writer_options(record))
         .save(location)
     )
 

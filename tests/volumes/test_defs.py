@@ -10,6 +10,7 @@ import pytest
 from dagster import (
     AssetKey,
     DagsterInstance,
+    DagsterInvariantViolationError,
     DefaultSensorStatus,
     SensorResult,
     build_sensor_context,
@@ -17,12 +18,13 @@ from dagster import (
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import now_utc
+from lake_assets.core.names import DIRECTORIES_SENSOR
 from lake_assets.core.settings import LakeSettings
 from lake_assets.definitions import build_definitions
 from lake_assets.session import LakeSession
 from lake_assets.volumes.defs import OBSERVE_INTERVAL_SECONDS, VOLUMES_SENSOR
 from lake_assets.volumes.entry import VolumeEntry
-from tests.ingest_helpers import put
+from tests.ingest_helpers import local_volume, put, rows
 from tests.pipes.test_defs import no_spark
 
 
@@ -125,3 +127,29 @@ def test_observing_a_volume_from_dagster_reports_what_the_sensor_reports(
     (record,) = instance.fetch_observations(key, limit=1).records
     version = record.event_log_entry.asset_observation.tags["dagster/data_version"]
     assert version == observed(settings, instance)["archive"][0]
+
+
+def test_a_volume_a_stream_reads_refreshes_its_directory_table_by_itself(
+    lake: LakeSession, tmp_path: Path, instance: DagsterInstance
+) -> None:
+    directory = local_volume(lake, tmp_path / "photos", "photos", auto_refresh=False)
+    defs = build_definitions(lake.settings)
+    with pytest.raises(DagsterInvariantViolationError):  # no stream reads it: nothing to keep
+        defs.resolve_sensor_def(DIRECTORIES_SENSOR)
+    lake.sql("CREATE STREAM arrivals ON VOLUME photos")
+    defs = build_definitions(lake.settings)
+    sensor = defs.resolve_sensor_def(DIRECTORIES_SENSOR)
+    context = build_sensor_context(instance=instance, definitions=defs)
+
+    idle = sensor(context)
+    assert isinstance(idle, SensorResult)
+    assert idle.run_requests == []
+    assert idle.skip_reason.skip_message == "every directory is current"
+    put(directory, "cat.jpg", "meow")
+    (request,) = sensor(context).run_requests
+    assert request.job_name == "refresh_directory_photos_job"
+    assert defs.resolve_job_def(request.job_name).execute_in_process(instance=instance).success
+    assert rows(lake, "SELECT __change_type, relative_path FROM arrivals") == [
+        ("INSERT", "cat.jpg")
+    ]
+    assert sensor(context).run_requests == []
