@@ -10,6 +10,7 @@ from lake_assets.sql.grammar import Grammar
 from lake_assets.sql.statements import Statement
 from lake_assets.streams import kind as streams
 from lake_assets.tables import kind as tables
+from lake_assets.tasks import kind as tasks
 from lake_assets.volumes import kind as volumes
 
 KINDS: tuple[Kind, ...] = (
@@ -19,6 +20,7 @@ KINDS: tuple[Kind, ...] = (
     tables.KIND,
     streams.KIND,
     dynamic_tables.KIND,
+    tasks.KIND,
 )
 
 GRAMMAR = Grammar.of(

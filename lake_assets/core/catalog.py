@@ -19,9 +19,11 @@ from sqlalchemy.engine import Connection, Engine
 
 from lake_assets.core.entries import (
     RELATION,
+    TASK,
     CatalogObject,
     LoadRecord,
     RefreshRecord,
+    TaskRunRecord,
     now_utc,
 )
 from lake_assets.core.errors import LakeError
@@ -81,6 +83,22 @@ _refresh_history = sa.Table(
     sa.Column("reason", sa.Text),
     sa.Column("dt_version", sa.BigInteger),
     sa.Index("refresh_history_by_name", "name", "start_time"),
+)
+_task_history = sa.Table(
+    "task_history",
+    _schema,
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("state", sa.Text, nullable=False),
+    sa.Column("trigger", sa.Text, nullable=False),
+    sa.Column("start_time", sa.Text, nullable=False),
+    sa.Column("end_time", sa.Text, nullable=False),
+    sa.Column("duration", sa.Float, nullable=False),
+    sa.Column("streams", sa.Text, nullable=False),
+    sa.Column("rows_written", sa.BigInteger),
+    sa.Column("error_message", sa.Text),
+    sa.Column("reason", sa.Text),
+    sa.Index("task_history_by_name", "name", "start_time"),
 )
 _table_state = sa.Table(
     "table_state",
@@ -314,6 +332,8 @@ class Catalog:
             conn.execute(sa.delete(_load_history).where(_load_history.c.table_name == entry.name))
             conn.execute(sa.delete(_load_marks).where(_load_marks.c.table_name == entry.name))
             conn.execute(sa.delete(_refresh_history).where(_refresh_history.c.name == entry.name))
+        if entry.NAMESPACE == TASK:
+            conn.execute(sa.delete(_task_history).where(_task_history.c.name == entry.name))
 
     # A relation's state: the newest commit's version and row count
 
@@ -406,6 +426,27 @@ class Catalog:
         return [
             RefreshRecord(**{**row._asdict(), "source_tables": json.loads(row.source_tables)})
             for row in rows
+        ]
+
+    # Task history: every run of a task, as the run (or the next one, for a dead run) records it
+
+    def record_task_run(self, record: TaskRunRecord) -> None:
+        """Add a task run to the history; a run already recorded (same id) is kept as is."""
+        values = {**asdict(record), "streams": json.dumps(record.streams, sort_keys=True)}
+        with self._writing() as conn:
+            conn.execute(self._insert()(_task_history).values(values).on_conflict_do_nothing())
+
+    def task_history(self, name: str | None = None) -> list[TaskRunRecord]:
+        """Task runs newest first, of one task or of all."""
+        query = sa.select(_task_history).order_by(
+            _task_history.c.start_time.desc(), _task_history.c.end_time.desc(), _task_history.c.id
+        )
+        if name is not None:
+            query = query.where(_task_history.c.name == name)
+        with self._reading() as conn:
+            rows = conn.execute(query).all()
+        return [
+            TaskRunRecord(**{**row._asdict(), "streams": json.loads(row.streams)}) for row in rows
         ]
 
 

@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
 from lake_assets.core.errors import LakeError
 
 RELATION = "relation"
+TASK = "task"
 
 
 def now_utc() -> str:
@@ -140,3 +141,21 @@ class RefreshRecord:
     error_message: str | None = None
     reason: str | None = None
     dt_version: int | None = None
+
+
+@dataclass(frozen=True)
+class TaskRunRecord:
+    """One run of a task: how it ended, who started it, and what it consumed and wrote.
+    `streams` maps each stream its statement reads to [offset before, offset after]."""
+
+    id: str
+    name: str
+    state: str
+    trigger: str
+    start_time: str
+    end_time: str
+    duration: float
+    streams: dict[str, list[int]]
+    rows_written: int | None = None
+    error_message: str | None = None
+    reason: str | None = None

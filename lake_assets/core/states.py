@@ -69,3 +69,27 @@ class ChangeType(StrEnum):
     UPDATE_BEFORE = "UPDATE_BEFORE"
     UPDATE_AFTER = "UPDATE_AFTER"
     DELETE = "DELETE"
+
+
+class TaskState(StrEnum):
+    """Whether a task runs by itself (its schedule or its streams' data), or only by hand."""
+
+    STARTED = "STARTED"
+    SUSPENDED = "SUSPENDED"
+
+
+class TaskRunState(StrEnum):
+    """A task run in task history: ended (SUCCEED, FAILED, SKIPPED) or still under way."""
+
+    SUCCEED = "SUCCEED"
+    FAILED = "FAILED"
+    SKIPPED = "SKIPPED"
+    EXECUTING = "EXECUTING"
+
+
+class TaskTrigger(StrEnum):
+    """Who started a task run: its schedule, data on its streams, or a person."""
+
+    SCHEDULED = "SCHEDULED"
+    STREAM = "STREAM"
+    MANUAL = "MANUAL"
