@@ -208,7 +208,7 @@ def _record_dead(session: LakeSession, entry: TaskEntry, dead: RunClaim) -> None
     if dead.offsets is None:
         how = "before its statement started"
     elif any(before != after for before, after in consumed.values()):
-        how = "after its write committed, which it consumed the streams' versions with"
+        how = "after its write committed: the stream versions it consumed stay consumed"
     else:
         how = "before its write committed: it wrote nothing"
     end = now_utc()
