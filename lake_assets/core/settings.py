@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_SPARK_MASTER = "local[2]"
+# Partition keys (source versions) each stream keeps in Dagster, which advises at most 100k
+# partitions per asset; beyond it the oldest consumed keys go first.
+DEFAULT_STREAM_PARTITIONS = 10_000
 
 
 def _default_lake_home() -> Path:
@@ -44,6 +47,7 @@ class LakeSettings:
     spark_conf: dict[str, str] = field(default_factory=dict)
     load_history_days: float = 7.0
     spark_remote: str | None = None
+    stream_partitions: int = DEFAULT_STREAM_PARTITIONS
 
     @property
     def catalog_path(self) -> Path:
@@ -70,4 +74,5 @@ class LakeSettings:
             spark_conf=_parse_spark_conf(env.get("LAKE_SPARK_CONF", "")),
             load_history_days=float(env.get("LAKE_LOAD_HISTORY_DAYS") or 7),
             spark_remote=env.get("LAKE_SPARK_REMOTE") or None,
+            stream_partitions=int(env.get("LAKE_STREAM_PARTITIONS") or DEFAULT_STREAM_PARTITIONS),
         )

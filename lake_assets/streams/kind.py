@@ -15,4 +15,5 @@ KIND = Kind(
     show=engine.show_streams,
     describe=engine.describe_stream,
     drop=engine.drop_stream,
+    defs="lake_assets.streams.defs",
 )
