@@ -108,7 +108,7 @@ def _trigger(context: AssetExecutionContext, entry: TaskEntry) -> TaskTrigger:
 
 def _metadata(record: TaskRunRecord) -> dict:
     metadata = {
-        "lake/trigger": record.trigger,
+        "lake/trigger": str(record.trigger),
         "lake/streams": MetadataValue.json(record.streams),
         "duration_seconds": MetadataValue.float(round(record.duration, 3)),
     }
