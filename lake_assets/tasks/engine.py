@@ -140,7 +140,7 @@ def describe_task(session: LakeSession, stmt: DescribeObject) -> Result:
         definition=entry.definition,
         last_run=f"{last.start_time} {last.state}" if last else None,
         running_since=running.start_time if running else None,
-        running_in=running.owner if running else None,
+        running_process=running.owner if running else None,
         comment=entry.comment,
         created_at=entry.created_at,
     )

@@ -54,11 +54,17 @@ class _Run:
     clock: float = field(default_factory=time.monotonic)
     before: dict[str, int] = field(default_factory=dict)
 
-    def record(self, name: str, state: TaskRunState, **fields: Any) -> TaskRunRecord:
+    def record(
+        self,
+        name: str,
+        state: TaskRunState,
+        streams: dict[str, list[int]] | None = None,
+        **fields: Any,
+    ) -> TaskRunRecord:
         claim = self.claim
         return TaskRunRecord(
             claim.id, name, state, claim.trigger, claim.start_time, now_utc(),
-            time.monotonic() - self.clock, fields.pop("streams", {}), **fields,
+            time.monotonic() - self.clock, streams or {}, **fields,
         )  # fmt: skip
 
 
@@ -68,15 +74,15 @@ def run_task(session: LakeSession, name: str, trigger: TaskTrigger) -> TaskRunRe
     catalog = session.catalog
     entry = catalog.get(TaskEntry, name)
     run = _Run(RunClaim(uuid.uuid4().hex, offsets.owner(), trigger, now_utc()))
-    if entry.suspended and trigger is not TaskTrigger.MANUAL:
+    if entry.suspended and trigger != TaskTrigger.MANUAL:
         return _recorded(catalog, run.record(name, TaskRunState.SKIPPED, reason="it is suspended"))
     entry, holder, dead = _claim(catalog, name, run.claim)
-    if dead is not None:
-        _record_dead(session, entry, dead)
     if holder is not None:
         reason = f"{ANOTHER_RUN} (process {holder.owner})"
         return _recorded(catalog, run.record(name, TaskRunState.SKIPPED, reason=reason))
     try:
+        if dead is not None:
+            _record_dead(session, entry, dead)
         return _recorded(catalog, _run(session, entry, run))
     except BaseException as error:
         failure = _lake_error(catalog, error)

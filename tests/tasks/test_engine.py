@@ -141,7 +141,7 @@ def test_create_show_desc_alter_and_drop(lake: LakeSession, sparkless: LakeSessi
         "when_has_data": False,
         "streams": "s",
     }
-    assert (described["target"], described["comment"], described["running_in"]) == (
+    assert (described["target"], described["comment"], described["running_process"]) == (
         "tgt",
         "copies t",
         None,
@@ -337,7 +337,7 @@ def test_a_run_while_another_is_under_way_is_skipped_and_a_dead_one_is_settled(
     (shown,) = sparkless.sql("SHOW TASK HISTORY")
     first = shown.rows[0]
     assert (first[0], first[1], first[2], first[3]) == ("k", "EXECUTING", "STREAM", held.start_time)
-    assert properties(sparkless, "DESC TASK k")["running_in"] == other_process
+    assert properties(sparkless, "DESC TASK k")["running_process"] == other_process
     assert lake.catalog.get(TaskEntry, "k").run == held
 
     # Its process dies: the next run records it FAILED, then runs.
