@@ -74,7 +74,9 @@ def stream_spec(name: str = "s") -> AssetSpec:
 def lazy(home: Path) -> dict[str, Any]:
     """The resources a task asset takes, built without starting anything."""
     return {
-        "spark": DeltaSparkResource.from_settings(LakeSettings(lake_home=home)),
+        "spark": DeltaSparkResource.from_settings(
+            LakeSettings(lake_home=home, jars_dir=LakeSettings.from_env().jars_dir)
+        ),
         "catalog": CatalogResource(lake_home=str(home)),
     }
 
