@@ -1,6 +1,7 @@
 """Tasks in Dagster: an asset per task downstream of the streams it reads, the automation that
 runs it (a new stream version, once; never while a run is under way; after a failure at the next
-minute, not every tick; a SCHEDULE's cron), and a materialization that runs it on real Spark."""
+minute, not every tick; a SCHEDULE's cron; the loop with the streams sensor's partitions), and a
+materialization that runs it on real Spark."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from dagster import (
+    AddDynamicPartitionsRequest,
     AssetKey,
     AssetMaterialization,
     AssetSpec,
@@ -24,12 +26,13 @@ from dagster import (
     DynamicPartitionsDefinition,
     EvaluateAutomationConditionsResult,
     asset,
+    build_sensor_context,
     evaluate_automation_conditions,
     materialize,
 )
 
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.names import TASKS_SENSOR
+from lake_assets.core.names import STREAMS_SENSOR, TASKS_SENSOR
 from lake_assets.core.settings import LakeSettings
 from lake_assets.definitions import build_definitions
 from lake_assets.session import LakeSession
@@ -259,6 +262,42 @@ def test_materializing_a_task_runs_it_and_records_what_it_consumed(
     assert (newest.state, newest.trigger) == ("FAILED", "STREAM")
     assert newest.error_message.startswith("table tgt does not exist")
     assert lake.catalog.get(StreamEntry, "s").offset == end
+
+
+def test_a_source_commit_requests_the_task_through_the_streams_sensor(
+    lake: LakeSession, instance: DagsterInstance
+) -> None:
+    """The whole loop with the streams kind's own sensor: a commit gets a partition key, the
+    task is requested, and once it consumed, the key is reported and nothing more is asked."""
+    lake.sql(f"{SOURCE}; {CONSUMER}")
+    defs = build_definitions(lake.settings)
+    streams = defs.resolve_sensor_def(STREAMS_SENSOR)
+    ticks = Ticks(defs, instance)
+    cursor: str | None = None
+
+    def track() -> None:
+        nonlocal cursor
+        context = build_sensor_context(instance=instance, cursor=cursor, definitions=defs)
+        result = streams(context)
+        for request in result.dynamic_partitions_requests:
+            assert isinstance(request, AddDynamicPartitionsRequest)
+            instance.add_dynamic_partitions(request.partitions_def_name, request.partition_keys)
+        for event in result.asset_events:
+            instance.report_runless_asset_event(event)
+        cursor = result.cursor
+
+    track()
+    assert ticks.at(START).total_requested == 0
+    lake.sql("INSERT INTO t VALUES (1, 'a')")
+    track()
+    requested = ticks.at(START + timedelta(seconds=5))
+    assert requested.get_requested_partitions(task_key("consume")) == {None}
+    lake.sql("EXECUTE TASK consume")
+    track()
+    assert instance.get_materialized_partitions(AssetKey("s")) == {
+        version(lake.catalog.get(StreamEntry, "s").offset)
+    }
+    assert ticks.at(START + timedelta(seconds=10)).total_requested == 0
 
 
 def test_loading_tasks_into_the_code_location_starts_no_jvm(tmp_path: Path) -> None:
