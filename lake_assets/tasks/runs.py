@@ -28,6 +28,7 @@ from lake_assets.streams.entry import StreamEntry
 from lake_assets.streams.pending import has_data
 from lake_assets.tables.entry import TableEntry
 from lake_assets.tasks.entry import RunClaim, TaskEntry
+from lake_assets.tasks.grammar import TaskStatement
 
 if TYPE_CHECKING:
     from lake_assets.session import LakeSession
@@ -124,6 +125,7 @@ def _run(session: LakeSession, entry: TaskEntry, run: _Run) -> TaskRunRecord:
     if entry.when and not when_holds(catalog, entry):
         return run.record(entry.name, TaskRunState.SKIPPED, reason=f"no data: {entry.when_text}")
     statement = GRAMMAR.parse(entry.definition)
+    assert isinstance(statement, TaskStatement)  # CREATE TASK accepted nothing else
     run.before = {name: catalog.get(StreamEntry, name).offset for name in entry.streams}
     _note_offsets(catalog, entry.name, run)
     version = (
@@ -153,7 +155,7 @@ def _settle_streams(session: LakeSession, entry: TaskEntry) -> None:
             offsets.resolve(session.spark, session.catalog, stream)
 
 
-def _rows_written(session: LakeSession, statement: Any, before: int | None) -> int | None:
+def _rows_written(session: LakeSession, statement: TaskStatement, before: int | None) -> int | None:
     """Rows inserted, updated and deleted by the statement's commit, from its metrics; the
     commit is the version the statement recorded for its target. None for a volume export."""
     if not isinstance(statement, Dml):
@@ -213,6 +215,8 @@ def _record_dead(session: LakeSession, entry: TaskEntry, dead: RunClaim) -> None
     consumed = _consumed(catalog, dead.offsets or {})
     if dead.offsets is None:
         how = "before its statement started"
+    elif not consumed:
+        how = f"while its statement ran: DESC HISTORY {entry.target} shows whether it committed"
     elif any(before != after for before, after in consumed.values()):
         how = "after its write committed: the stream versions it consumed stay consumed"
     else:

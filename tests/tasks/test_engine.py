@@ -325,10 +325,16 @@ def test_a_run_time_spark_error_is_a_failed_run_with_one_line(lake: LakeSession)
 def test_a_run_while_another_is_under_way_is_skipped_and_a_dead_one_is_settled(
     lake: LakeSession, sparkless: LakeSession, other_process: str
 ) -> None:
-    lake.sql(f"{SOURCE}; {TARGET}; {CONSUMER}; INSERT INTO t VALUES (1, 'a', 1)")
+    lake.sql(
+        f"{SOURCE}; {TARGET}; {CONSUMER}; INSERT INTO t VALUES (1, 'a', 1);"
+        "CREATE TASK purge AS DELETE FROM tgt WHERE age < 0"
+    )
     start = offset(lake)
     held = RunClaim("held", other_process, TaskTrigger.STREAM, "2026-01-01T00:00:00.000+00:00")
     lake.catalog.update(TaskEntry, "k", lambda entry: replace(entry, run=held))
+    # A run of a task that reads no stream, caught in its statement.
+    purging = RunClaim("purging", other_process, TaskTrigger.MANUAL, held.start_time, {})
+    lake.catalog.update(TaskEntry, "purge", lambda entry: replace(entry, run=purging))
 
     skipped = executed(sparkless)
     assert skipped["state"] == "SKIPPED"
@@ -350,6 +356,12 @@ def test_a_run_while_another_is_under_way_is_skipped_and_a_dead_one_is_settled(
     assert (dead.state, dead.trigger, dead.start_time) == ("FAILED", "STREAM", held.start_time)
     assert dead.error_message == f"its process ({other_process}) died before its statement started"
     assert lake.catalog.get(TaskEntry, "k").run is None
+    assert executed(lake, "purge")["state"] == "SUCCEED"
+    (purged,) = [record for record in history(lake, "purge") if record.id == "purging"]
+    assert purged.error_message == (
+        f"its process ({other_process}) died while its statement ran: DESC HISTORY tgt shows "
+        "whether it committed"
+    )
 
 
 def test_a_task_exports_a_stream_to_a_volume(lake: LakeSession, tmp_path: Path) -> None:
