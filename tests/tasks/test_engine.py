@@ -23,6 +23,7 @@ from lake_assets.streams.entry import StreamEntry
 from lake_assets.tasks.entry import RunClaim, TaskEntry
 from lake_assets.tasks.runs import run_task
 from tests.ingest_helpers import local_volume
+from tests.streams.test_engine import message, rows
 
 # Append-only streams turn on the change data feed alone (row tracking costs each commit ~0.75 s).
 SOURCE = (
@@ -34,17 +35,6 @@ CONSUMER = (
     "CREATE TASK k WHEN STREAM_HAS_DATA('s') COMMENT 'copies t' AS "
     "INSERT INTO tgt SELECT id, name, age FROM s"
 )
-
-
-def rows(lake: LakeSession, sql: str) -> list[tuple]:
-    (result,) = lake.sql(sql)
-    return sorted(tuple(row) for row in result.rows)
-
-
-def message(lake: LakeSession, sql: str) -> str:
-    (result,) = lake.sql(sql)
-    assert result.message is not None
-    return result.message
 
 
 def properties(lake: LakeSession, sql: str) -> dict[str, Any]:

@@ -5,10 +5,6 @@ applied twice."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -20,6 +16,7 @@ from lake_assets.session import LakeSession
 from lake_assets.streams.entry import StreamEntry
 from lake_assets.tasks.entry import TaskEntry
 from lake_assets.tasks.runs import run_task
+from tests.streams.test_kill import killed_at, latest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,27 +24,6 @@ ROOT = Path(__file__).resolve().parents[2]
 def rows(lake: LakeSession, table: str) -> Counter:
     (result,) = lake.sql(f"SELECT id, name FROM {table}")
     return Counter(tuple(row) for row in result.rows)
-
-
-def latest(lake: LakeSession, table: str) -> int:
-    (result,) = lake.sql(f"DESC HISTORY {table}")
-    return max(row[0] for row in result.rows)
-
-
-def killed_at(lake_home: Path, failpoint: str, sql: str) -> int:
-    """Run `sql` with `lake sql` until the failpoint kills it; the dead process's pid."""
-    env = {**os.environ, "LAKE_HOME": str(lake_home), "LAKE_FAILPOINT": failpoint}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "lake_assets.cli", "sql", "-e", sql],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    _, stderr = process.communicate(timeout=600)
-    assert process.returncode == -signal.SIGKILL, stderr[-3000:]
-    return process.pid
 
 
 @pytest.mark.parametrize(
