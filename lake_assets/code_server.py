@@ -52,12 +52,13 @@ _DAGSTER = Path(sys.executable).with_name("dagster")
 
 
 def catalog_fingerprint(catalog: Catalog) -> str:
-    """A digest of every object's definition; not of table versions or load and refresh history,
-    which change with every commit but not the Dagster definitions."""
+    """A digest of every object's definition; not of table versions, stream offsets, task runs or
+    load and refresh history, which change with every commit but not the Dagster definitions."""
     digest = hashlib.sha256()
     for kind_name, kind in sorted(CatalogObject.KINDS.items()):
         for entry in catalog.entries(kind):
-            line = f"{kind_name}\0{entry.name}\0{entry.created_at}\0{entry.to_spec()}\n"
+            spec = entry.to_spec(declared_only=True)
+            line = f"{kind_name}\0{entry.name}\0{entry.created_at}\0{spec}\n"
             digest.update(line.encode())
     return digest.hexdigest()
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,10 +18,13 @@ from lake_assets.code_server import LINK, catalog_fingerprint, spawn_code_server
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import Column, LoadRecord, now_utc
 from lake_assets.core.settings import LakeSettings
+from lake_assets.core.states import StreamMode, TaskTrigger
 from lake_assets.daemon import ROOT
 from lake_assets.pipes.entry import PipeEntry
 from lake_assets.session import LakeSession
+from lake_assets.streams.entry import Claim, StreamEntry
 from lake_assets.tables.entry import TableEntry
+from lake_assets.tasks.entry import RunClaim, TaskEntry
 from lake_assets.volumes.entry import VolumeEntry
 from resources.spark_server import stop
 from tests.pipes.test_defs import no_spark
@@ -60,6 +64,24 @@ def test_the_fingerprint_follows_object_definitions_not_their_state(lake: LakeSe
     assert paused not in (start, created)
     lake.sql("DROP PIPE p")
     assert catalog_fingerprint(catalog) == start
+
+
+def test_consuming_a_stream_or_running_a_task_changes_no_definition(lake: LakeSession) -> None:
+    """Offsets, claims and runs move with every consuming write; a reload for each would stall
+    the sensors that wait on the code location."""
+    catalog = lake.catalog
+    location = catalog.get(TableEntry, "t").location
+    catalog.add(StreamEntry("s", "t", "table", location, StreamMode.STANDARD, False, 0))
+    catalog.add(TaskEntry("k", definition="INSERT INTO t SELECT id FROM s", streams=("s",)))
+    start = catalog_fingerprint(catalog)
+    claim = Claim("tag", "t", 0, 1, "owner")
+    catalog.update(StreamEntry, "s", lambda e: replace(e, claim=claim))
+    catalog.update(StreamEntry, "s", lambda e: replace(e, offset=1, generation=2, claim=None))
+    run = RunClaim("run", "owner", TaskTrigger.MANUAL, now_utc(), {"s": 1})
+    catalog.update(TaskEntry, "k", lambda e: replace(e, run=run))
+    assert catalog_fingerprint(catalog) == start
+    catalog.update(TaskEntry, "k", lambda e: replace(e, suspended=True))
+    assert catalog_fingerprint(catalog) != start  # SUSPEND is a definition: the asset's condition
 
 
 def wait_until(what: str, done: Callable[[], bool], log: Path) -> None:

@@ -40,6 +40,9 @@ class CatalogObject:
     REFERENCES: ClassVar[dict[str, str]] = {}
     # Fields kept beside the spec (a relation's version and row count), not in it.
     STATE: ClassVar[tuple[str, ...]] = ()
+    # Fields that move as the object works (a stream's offset, a task's run under way): kept in
+    # the spec, but not part of what the Dagster definitions are built from.
+    RUNTIME: ClassVar[tuple[str, ...]] = ()
     # Every kind of object, by KIND (filled as the kinds' entry modules are imported).
     KINDS: ClassVar[dict[str, type[CatalogObject]]] = {}
 
@@ -54,9 +57,10 @@ class CatalogObject:
     def kind(cls) -> str:
         return cls.KIND or cls.NAMESPACE
 
-    def to_spec(self) -> str:
+    def to_spec(self, *, declared_only: bool = False) -> str:
+        """The JSON stored for the entry; `declared_only` leaves out the RUNTIME fields too."""
         spec = asdict(self)
-        for key in ("name", "created_at", *self.STATE):
+        for key in ("name", "created_at", *self.STATE, *(self.RUNTIME if declared_only else ())):
             spec.pop(key)
         return json.dumps(spec)
 

@@ -46,6 +46,7 @@ class StreamEntry(CatalogObject):
     LABEL: ClassVar[str] = "stream"
     SHOW: ClassVar[str] = "SHOW TABLE STREAMS"
     CREATE: ClassVar[str] = "CREATE TABLE STREAM"
+    RUNTIME: ClassVar[tuple[str, ...]] = ("offset", "initial_pending", "generation", "claim")
 
     source: str
     source_kind: str

@@ -42,6 +42,7 @@ class TaskEntry(CatalogObject):
     SHOW: ClassVar[str] = "SHOW TASKS"
     CREATE: ClassVar[str] = "CREATE TASK"
     REFERENCES: ClassVar[dict[str, str]] = {"streams": RELATION}
+    RUNTIME: ClassVar[tuple[str, ...]] = ("run",)
 
     definition: str = ""
     target: str = ""
