@@ -16,9 +16,10 @@ _LITERALS = (TokenType.STRING, TokenType.NUMBER, TokenType.IDENTIFIER)
 
 
 class _Tokenizer(Spark.Tokenizer):
-    """Spark's tokenizer, but SHOW … is tokenized word by word instead of as one raw command."""
+    """Spark's tokenizer, but SHOW … and EXECUTE … are tokenized word by word, not as one raw
+    command, so their statements parse from the same table of leading words as the others."""
 
-    COMMANDS = Spark.Tokenizer.COMMANDS - {TokenType.SHOW}
+    COMMANDS = Spark.Tokenizer.COMMANDS - {TokenType.SHOW, TokenType.EXECUTE}
 
 
 def tokenize(text: str) -> list[Token]:

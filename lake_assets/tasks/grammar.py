@@ -18,7 +18,7 @@ from lake_assets.sql.grammar import (
     split_statements,
 )
 from lake_assets.sql.statements import Dml, Statement
-from lake_assets.sql.tokens import TokenCursor, tokenize
+from lake_assets.sql.tokens import TokenCursor
 from lake_assets.tasks.entry import Schedule
 from lake_assets.volumes.grammar import CopyIntoVolume
 
@@ -196,12 +196,9 @@ def parse_alter_task(cursor: TokenCursor, grammar: Grammar) -> Statement:
 
 
 def parse_execute_task(cursor: TokenCursor, grammar: Grammar) -> Statement:
-    """Spark's tokenizer reads what follows EXECUTE as one raw string: it is tokenized anew."""
     cursor.usage = EXECUTE_TASK
-    cursor.expect("EXECUTE")
-    rest = TokenCursor(tokenize(cursor.text[cursor.tokens[0].end + 1 :]), EXECUTE_TASK)
-    rest.expect("TASK")
-    return finished(rest, ExecuteTask(rest.name("a task name")))
+    cursor.expect("EXECUTE", "TASK")
+    return finished(cursor, ExecuteTask(cursor.name("a task name")))
 
 
 def parse_task_history(cursor: TokenCursor, grammar: Grammar) -> Statement:
@@ -218,6 +215,6 @@ def parse_task_history(cursor: TokenCursor, grammar: Grammar) -> Statement:
 STATEMENTS: dict[tuple[str, ...], StatementParser] = {
     ("CREATE", "TASK"): parse_create_task,
     ("ALTER", "TASK"): parse_alter_task,
-    ("EXECUTE",): parse_execute_task,
+    ("EXECUTE", "TASK"): parse_execute_task,
     ("SHOW", "TASK", "HISTORY"): parse_task_history,
 }
