@@ -127,16 +127,17 @@ def _untracked(
 
 
 def _track_changes(session: LakeSession, source: ChangeSource, wanted: list[str]) -> bool:
-    """Turn on what a stream reads by; whether anything had to be turned on."""
+    """Turn on what a stream reads by; whether anything had to be turned on. The catalog marks
+    the source tracked either way: a directory table has its change feed from birth, and the
+    mark is what keeps a volume's directory current."""
     spark = session.spark
     location = source.location
     missing = _untracked(spark, location, wanted, None)
-    if not missing:
-        return False
-    assignments = ", ".join(f"{sql_string(key)} = 'true'" for key in missing)
-    spark.sql(f"ALTER TABLE {delta_ref(location)} SET TBLPROPERTIES ({assignments})")
+    if missing:
+        assignments = ", ".join(f"{sql_string(key)} = 'true'" for key in missing)
+        spark.sql(f"ALTER TABLE {delta_ref(location)} SET TBLPROPERTIES ({assignments})")
     source.mark_tracked(session.catalog)
-    return True
+    return bool(missing)
 
 
 def _version_at(position: Position, commits: list[Commit], source: str) -> int:

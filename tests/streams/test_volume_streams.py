@@ -138,6 +138,13 @@ def test_a_refresh_of_an_unchanged_listing_commits_nothing(lake: LakeSession, im
 
 def test_a_stream_marks_its_volume_tracked(lake: LakeSession, images: Path) -> None:
     assert lake.catalog.get(VolumeEntry, "vol_dish_images").change_tracking
+    # APPEND_ONLY needs only the change feed, which a directory table has from birth.
+    local_volume(lake, images, "vol_appended", auto_refresh=False)
+    lake.sql(
+        "CREATE STREAM arrivals ON VOLUME vol_appended "
+        "WITH PROPERTIES ('TABLE_STREAM_MODE' = 'APPEND_ONLY')"
+    )
+    assert lake.catalog.get(VolumeEntry, "vol_appended").change_tracking
 
 
 @pytest.mark.parametrize(
