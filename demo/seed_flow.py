@@ -1,10 +1,12 @@
 """`make demo`: the seed's whole flow, hands-off through the real Dagster daemon.
 
 Tables (demo/tables.sql) → volumes, exports and the pipe (demo/pipeline.sql) → the dynamic table
-(demo/dynamic.sql) → seed 002's table streams (demo/streams.sql) → the daemon starts, with a warm
-Spark Connect server for its runs, as `make dev` does → two batches of files land in the pipe's
-volume; each time the pipe's sensor loads them into sales_ods and the automation sensor refreshes
-sales_summary, with no manual step."""
+(demo/dynamic.sql) → seed 002's table streams (demo/streams.sql) → tasks on a stream of sales_ods
+and on a volume stream (demo/tasks.sql) → the daemon starts, with a warm Spark Connect server for
+its runs, as `make dev` does → two batches of files land in the pipe's volume; each time the pipe's
+sensor loads them into sales_ods, the automation sensor refreshes sales_summary and the task
+record_sales logs the new rows → files land in my_data_vol and record_landed_files records them;
+all with no manual step."""
 
 from __future__ import annotations
 
@@ -13,9 +15,11 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 from lake_assets.core.catalog import Catalog
+from lake_assets.core.entries import LoadRecord, TaskRunRecord
 from lake_assets.core.settings import LakeSettings
 from lake_assets.daemon import spawn_daemon
 from lake_assets.output import write_result
@@ -62,6 +66,48 @@ def _data_refreshes(catalog: Catalog) -> int:
     return sum(1 for r in history if r.state == "SUCCEED" and r.refresh_mode != "NO_DATA")
 
 
+def _consumed(catalog: Catalog, task: str, stream: str, version: int) -> TaskRunRecord | None:
+    """The successful run of `task` whose offsets on `stream` moved past `version`."""
+    for run in catalog.task_history(task):
+        before, after = run.streams.get(stream, (0, 0))
+        if run.state == "SUCCEED" and before < version <= after:
+            return run
+    return None
+
+
+def _seconds(start: str, end: str) -> float:
+    return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+
+
+def _logged_by_task(catalog: Catalog, load: LoadRecord, log: Path) -> None:
+    """Wait for record_sales to consume the load's commit; time it from the catalog's records."""
+    assert load.commit_version is not None
+    wait_for(
+        "record_sales's run",
+        lambda: (
+            _consumed(catalog, "record_sales", "sales_ods_changes", load.commit_version) is not None
+        ),
+        log,
+    )
+    run = _consumed(catalog, "record_sales", "sales_ods_changes", load.commit_version)
+    assert run is not None
+    print(
+        f"pipe's load committed → record_sales committed ({run.rows_written} rows, "
+        f"stream sensor + automation + run): {_seconds(load.last_copy_time, run.end_time):.1f} s"
+    )
+
+
+def _loaded(catalog: Catalog, folder: str) -> LoadRecord | None:
+    return next(
+        (
+            r
+            for r in catalog.load_history("sales_ods")
+            if r.status == "LOADED" and f"/{folder}" in r.file_path
+        ),
+        None,
+    )
+
+
 def land_batch(session: LakeSession, folder: str, query: str, log: Path) -> None:
     """Write a batch into the pipe's volume, then time each hop the daemon makes on its own."""
     catalog = session.catalog
@@ -72,15 +118,11 @@ def land_batch(session: LakeSession, folder: str, query: str, log: Path) -> None
         f"COPY INTO VOLUME pipe_vol SUBDIRECTORY '{folder}' FROM ({query}) "
         "FILE_FORMAT = (TYPE = CSV)",
     )
-    loaded = wait_for(
-        "the pipe's load",
-        lambda: any(
-            r.status == "LOADED" and f"/{folder}" in r.file_path
-            for r in catalog.load_history("sales_ods")
-        ),
-        log,
-    )
+    loaded = wait_for("the pipe's load", lambda: _loaded(catalog, folder) is not None, log)
     print(f"file landed → rows in sales_ods (pipe sensor + ingestion run): {loaded:.1f} s")
+    load = _loaded(catalog, folder)
+    assert load is not None
+    _logged_by_task(catalog, load, log)
     refreshed = wait_for(
         "the refresh of sales_summary",
         lambda: _data_refreshes(catalog) > refreshes,
@@ -90,6 +132,30 @@ def land_batch(session: LakeSession, folder: str, query: str, log: Path) -> None
         f"rows in sales_ods → sales_summary refreshed (automation sensor + run): {refreshed:.1f} s"
     )
     run(session, f"{VALIDATION}; SELECT * FROM sales_summary ORDER BY category")
+
+
+def _recording_runs(catalog: Catalog) -> int:
+    history = catalog.task_history("record_landed_files")
+    return sum(1 for r in history if r.state == "SUCCEED" and r.rows_written)
+
+
+def land_files(session: LakeSession, log: Path) -> None:
+    """Files land in my_data_vol: its directory follows by itself and the task records them."""
+    runs = _recording_runs(session.catalog)
+    banner("Files land in my_data_vol/landing/; the volume stream's task records each one")
+    run(
+        session,
+        "COPY INTO VOLUME my_data_vol SUBDIRECTORY 'landing/' FROM TABLE sales_source "
+        "FILE_FORMAT = (TYPE = PARQUET)",
+    )
+    recorded = wait_for(
+        "record_landed_files's run", lambda: _recording_runs(session.catalog) > runs, log
+    )
+    print(
+        f"file landed → recorded in landed_files (directory sensor + refresh, stream sensor, "
+        f"automation + run): {recorded:.1f} s"
+    )
+    run(session, "SELECT * FROM landed_files ORDER BY relative_path")
 
 
 def main() -> None:
@@ -115,17 +181,24 @@ def main() -> None:
 
         banner("Table streams: seed 002's APPEND_ONLY and STANDARD examples (demo/streams.sql)")
         run(session, (ROOT / "demo" / "streams.sql").read_text())
+        banner("Tasks on a stream of sales_ods and on a volume stream (demo/tasks.sql)")
+        run(session, (ROOT / "demo" / "tasks.sql").read_text())
 
-        banner("Starting the Dagster daemon: pipe sensor sales_pipe and the automation sensor")
+        banner(
+            "Starting the Dagster daemon: the pipe's, directories', streams' and automation sensors"
+        )
         with log.open("w") as output:
             daemon = spawn_daemon(dict(os.environ), output)
         for folder, query in BATCHES.items():
             land_batch(session, folder, query, log)
+        land_files(session, log)
 
-        banner("Refresh history, load history and the pipe")
+        banner("Refresh history, task history, the task's log, load history and the pipe")
         run(
             session,
             "SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = 'sales_summary';"
+            "SHOW TASK HISTORY;"
+            "SELECT * FROM sales_ods_log ORDER BY id;"
             "SELECT * FROM load_history('sales_ods');"
             "DESC PIPE EXTENDED sales_pipe",
         )
