@@ -15,29 +15,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import random
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
+from dagster import DagsterInstance, RunsFilter
+from harness import Bench, bench_home, percentile, print_parts, run_times
 
-from lake_assets.core.catalog import Catalog
-from lake_assets.core.settings import LakeSettings
-from lake_assets.daemon import spawn_daemon
-from lake_assets.session import LakeSession
 from lake_assets.tables.entry import TableEntry
-from resources.spark import DeltaSparkResource
-from resources.spark_server import free_port, server_url, spawn_server, stop
 
-ROOT = Path(__file__).resolve().parent.parent
 GOAL_P50, GOAL_P95 = 15.0, 30.0
 SETUP = """
 CREATE STORAGE CONNECTION bench_conn TYPE LOCAL;
@@ -47,12 +36,6 @@ CREATE TABLE bench_t (id BIGINT, file STRING, line INT);
 CREATE PIPE bench_pipe INGEST_MODE = 'LIST_PURGE' POLL_INTERVAL = {poll}
     AS COPY INTO bench_t FROM VOLUME bench_vol USING CSV PURGE = TRUE;
 """
-ACTIVE = [
-    DagsterRunStatus.QUEUED,
-    DagsterRunStatus.NOT_STARTED,
-    DagsterRunStatus.STARTING,
-    DagsterRunStatus.STARTED,
-]
 
 
 @dataclass
@@ -85,12 +68,6 @@ class CommitWatcher:
                         self.committed[url] = (commit.stat().st_mtime, int(commit.stem))
 
 
-def percentile(values: list[float], fraction: float) -> float:
-    """Nearest-rank percentile."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
-
-
 def write_file(folder: Path, number: int, rows: int) -> Path:
     """Write under a hidden name, then rename: the pipe sees the file whole or not at all."""
     name = f"f{number:04d}.csv"
@@ -113,53 +90,32 @@ def wait_for(watcher: CommitWatcher, samples: list[Sample], until: float) -> Non
 def breakdown(instance: DagsterInstance, samples: list[Sample]) -> None:
     """Per file: sensor (written → run created), queue + process start + code load (→ RUN_START),
     run set-up (→ STEP_START), load (→ commit)."""
-    runs = []
-    for record in instance.get_run_records(RunsFilter(job_name="ingest_bench_t_job")):
-        events: dict[DagsterEventType, float] = {}
-        for entry in instance.all_logs(record.dagster_run.run_id):
-            if entry.dagster_event is not None:  # the first of each kind: the load step's start
-                events.setdefault(entry.dagster_event.event_type, entry.timestamp)
-        runs.append(
-            (
-                record.create_timestamp.timestamp(),
-                events.get(DagsterEventType.RUN_START),
-                events.get(DagsterEventType.STEP_START),
-                record.end_time,
-            )
-        )
+    runs = run_times(instance, RunsFilter(job_name="ingest_bench_t_job"))
     parts: dict[str, list[float]] = {"sensor": [], "start": [], "setup": [], "load": []}
     for sample in samples:
+        committed = sample.committed
         run = next(
             (
                 r
                 for r in runs
-                if r[1] and r[3] and sample.committed and r[1] <= sample.committed <= r[3]
+                if r.started and r.ended and committed and r.started <= committed <= r.ended
             ),
             None,
         )
-        if run is None or run[2] is None or sample.committed is None:
+        if run is None or run.started is None or run.step is None or committed is None:
             continue
-        created, started, step, _ = run
-        parts["sensor"].append(max(0.0, created - sample.written))
-        parts["start"].append(started - max(created, sample.written))
-        parts["setup"].append(step - started)
-        parts["load"].append(sample.committed - step)
+        parts["sensor"].append(max(0.0, run.created - sample.written))
+        parts["start"].append(run.started - max(run.created, sample.written))
+        parts["setup"].append(run.step - run.started)
+        parts["load"].append(committed - run.step)
     labels = {
         "sensor": "written → run requested (sensor loop, POLL_INTERVAL, settle)",
         "start": "run requested → RUN_START (dequeue, process start, code load)",
         "setup": "RUN_START → STEP_START (resources, step start)",
         "load": "STEP_START → commit (Spark session, reconcile, read, commit)",
     }
-    print(f"\nbreakdown over {len(parts['sensor'])} files (p50 / max, seconds):")
-    for key, label in labels.items():
-        values = parts[key]
-        if values:
-            print(f"  {label:64s} {percentile(values, 0.5):6.1f} / {max(values):6.1f}")
+    print_parts(f"breakdown over {len(parts['sensor'])} files", labels, parts)
     print(f"  runs: {len(runs)} for {len(samples)} files")
-
-
-def interrupt(signum, frame):
-    raise KeyboardInterrupt
 
 
 def main() -> int:
@@ -171,78 +127,54 @@ def main() -> int:
     parser.add_argument("--no-connect", action="store_true", help="every run starts its own JVM")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args()
-    root = Path(tempfile.mkdtemp(prefix="lake-latency-"))
-    dagster_home, incoming = root / "dagster_home", root / "incoming"
-    dagster_home.mkdir()
-    incoming.mkdir()
-    shutil.copy(ROOT / "dagster_home" / "dagster.yaml", dagster_home / "dagster.yaml")
-    env = {**os.environ, "DAGSTER_HOME": str(dagster_home), "LAKE_HOME": str(root / "lake")}
-    env.pop("LAKE_SPARK_REMOTE", None)
-    os.environ.update(env)
-    signal.signal(signal.SIGTERM, interrupt)
-    processes: list[subprocess.Popen] = []
-    print(f"working in {root} ({'per-run JVM' if args.no_connect else 'Spark Connect server'})")
     try:
-        if not args.no_connect:
-            started = time.monotonic()
-            port = free_port()
-            with (root / "server.log").open("wb") as log:
-                processes.append(spawn_server(port, env, log))
-            env["LAKE_SPARK_REMOTE"] = os.environ["LAKE_SPARK_REMOTE"] = server_url(port)
-            print(f"Spark Connect server up in {time.monotonic() - started:.1f} s")
-        settings = LakeSettings.from_env()
-        spark = DeltaSparkResource.from_settings(settings, str(root / "console.log"))
-        lake = LakeSession(Catalog(settings.catalog_path), settings, lambda: spark.spark_session)
-        lake.sql(SETUP.format(location=incoming.as_uri() + "/", poll=args.poll))
-        spark.spark_session.stop()  # the bench's own session (a JVM with --no-connect) is done
-        watcher = CommitWatcher(lake.catalog.get(TableEntry, "bench_t").location)
-
-        with (root / "daemon.log").open("wb") as log:
-            daemon = spawn_daemon(env, log)
-        processes += [daemon.code_server, daemon.process]  # stopped in reverse: the daemon first
-        warm = Sample("warm-up", write_file(incoming, 0, args.rows).as_uri(), time.time())
-        wait_for(watcher, [warm], time.time() + 600)
-        if warm.committed is None:
-            print(f"the warm-up file was not loaded within 600 s; see {root}/daemon.log")
-            return 1
-        print(f"warm-up file (daemon start included): {warm.committed - warm.written:.1f} s\n")
-
-        rng = random.Random(3)
-        samples: list[Sample] = []
-        for number in range(1, args.files + 1):
-            path = write_file(incoming, number, args.rows)
-            samples.append(Sample(path.name, path.as_uri(), path.stat().st_mtime))
-            wait_for(watcher, [], time.time() + args.interval * rng.uniform(0.8, 1.2))
-        wait_for(watcher, samples, time.time() + 300)
-        instance = DagsterInstance.get()
-        deadline = time.time() + 120
-        while instance.get_runs(RunsFilter(statuses=ACTIVE)) and time.time() < deadline:
-            time.sleep(0.5)  # the last run purges and reports after its commit
-
-        done = [s for s in samples if s.committed is not None]
-        for sample in samples:
-            latency = f"{sample.committed - sample.written:6.1f} s" if sample.committed else "lost"
-            print(f"{sample.name}  {latency}  (version {sample.version})")
-        latencies = [s.committed - s.written for s in done]
-        if not latencies:
-            print("no file was loaded")
-            return 1
-        p50, p95 = percentile(latencies, 0.5), percentile(latencies, 0.95)
-        print(
-            f"\n{len(done)}/{len(samples)} files loaded; latency p50 {p50:.1f} s, p95 {p95:.1f} s, "
-            f"max {max(latencies):.1f} s (goal: p50 ≤ {GOAL_P50:.0f} s, p95 ≤ {GOAL_P95:.0f} s: "
-            f"{'met' if p50 <= GOAL_P50 and p95 <= GOAL_P95 else 'NOT met'})"
-        )
-        breakdown(instance, samples)
-        print(f"load average (1/5/15 min) at the end: {os.getloadavg()}, {os.cpu_count()} CPUs")
-        return 0
+        with bench_home("lake-latency-", not args.no_connect, args.keep) as bench:
+            return measure(bench, args)
     except KeyboardInterrupt:
         return 130
-    finally:
-        for process in reversed(processes):
-            stop(process)
-        if not args.keep:
-            shutil.rmtree(root, ignore_errors=True)
+
+
+def measure(bench: Bench, args: argparse.Namespace) -> int:
+    incoming = bench.root / "incoming"
+    incoming.mkdir()
+    lake, spark = bench.session()
+    lake.sql(SETUP.format(location=incoming.as_uri() + "/", poll=args.poll))
+    spark.spark_session.stop()  # the bench's own session (a JVM with --no-connect) is done
+    watcher = CommitWatcher(lake.catalog.get(TableEntry, "bench_t").location)
+    bench.start_daemon()
+    warm = Sample("warm-up", write_file(incoming, 0, args.rows).as_uri(), time.time())
+    wait_for(watcher, [warm], time.time() + 600)
+    if warm.committed is None:
+        print(f"the warm-up file was not loaded within 600 s; see {bench.root}/daemon.log")
+        return 1
+    print(f"warm-up file (daemon start included): {warm.committed - warm.written:.1f} s\n")
+
+    rng = random.Random(3)
+    samples: list[Sample] = []
+    for number in range(1, args.files + 1):
+        path = write_file(incoming, number, args.rows)
+        samples.append(Sample(path.name, path.as_uri(), path.stat().st_mtime))
+        wait_for(watcher, [], time.time() + args.interval * rng.uniform(0.8, 1.2))
+    wait_for(watcher, samples, time.time() + 300)
+    instance = bench.quiesce()
+
+    done = [s for s in samples if s.committed is not None]
+    for sample in samples:
+        latency = f"{sample.committed - sample.written:6.1f} s" if sample.committed else "lost"
+        print(f"{sample.name}  {latency}  (version {sample.version})")
+    latencies = [s.committed - s.written for s in done]
+    if not latencies:
+        print("no file was loaded")
+        return 1
+    p50, p95 = percentile(latencies, 0.5), percentile(latencies, 0.95)
+    print(
+        f"\n{len(done)}/{len(samples)} files loaded; latency p50 {p50:.1f} s, p95 {p95:.1f} s, "
+        f"max {max(latencies):.1f} s (goal: p50 ≤ {GOAL_P50:.0f} s, p95 ≤ {GOAL_P95:.0f} s: "
+        f"{'met' if p50 <= GOAL_P50 and p95 <= GOAL_P95 else 'NOT met'})"
+    )
+    breakdown(instance, samples)
+    print(f"load average (1/5/15 min) at the end: {os.getloadavg()}, {os.cpu_count()} CPUs")
+    return 0
 
 
 if __name__ == "__main__":
