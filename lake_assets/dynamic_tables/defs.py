@@ -7,13 +7,10 @@ from dagster import (
     AssetExecutionContext,
     AssetKey,
     AssetsDefinition,
-    AssetSelection,
     AutomationCondition,
-    AutomationConditionSensorDefinition,
     DagsterInstance,
     DagsterRunStatus,
     DefaultScheduleStatus,
-    DefaultSensorStatus,
     Definitions,
     MaterializeResult,
     MetadataValue,
@@ -22,6 +19,7 @@ from dagster import (
     define_asset_job,
 )
 
+from lake_assets.automation import AUTOMATION_INTERVAL_SECONDS, automation_sensor, refresh_cron
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.names import AUTOMATION_SENSOR
 from lake_assets.core.settings import LakeSettings
@@ -37,22 +35,9 @@ from resources.catalog import CatalogResource
 from resources.spark import DeltaSparkResource
 
 DYNAMIC_TABLES_GROUP = "dynamic_tables"
-# How often the daemon evaluates automation conditions (Dagster's default is 30 s).
-AUTOMATION_INTERVAL_SECONDS = 5
 # Who asked for a run: the automation sensor tags UPSTREAM, an interval's schedule SCHEDULED;
 # a run without it was started by a person (MANUAL).
 TRIGGER_TAG = "lake/refresh_trigger"
-
-
-def refresh_cron(seconds: int) -> str:
-    """REFRESH INTERVAL as cron; cron's grain is a minute, so shorter intervals tick each minute."""
-    minutes = max(1, seconds // 60)
-    if minutes < 60:
-        return "* * * * *" if minutes == 1 else f"*/{minutes} * * * *"
-    hours = minutes // 60
-    if hours < 24:
-        return f"0 */{hours} * * *"
-    return f"0 0 */{hours // 24} * *"
 
 
 def interval_schedule(entry: DynamicTableEntry, seconds: int) -> ScheduleDefinition:
@@ -151,23 +136,18 @@ def dynamic_table_asset(entry: DynamicTableEntry) -> AssetsDefinition:
     return refresh_dynamic_table
 
 
-def automation_sensor() -> AutomationConditionSensorDefinition:
-    """Evaluates the dynamic tables' conditions every few seconds, running from the start."""
-    return AutomationConditionSensorDefinition(
-        AUTOMATION_SENSOR,
-        target=AssetSelection.groups(DYNAMIC_TABLES_GROUP),
-        minimum_interval_seconds=AUTOMATION_INTERVAL_SECONDS,
-        run_tags={TRIGGER_TAG: RefreshTrigger.UPSTREAM.value},
-        default_status=DefaultSensorStatus.RUNNING,
-    )
-
-
 def build_defs(catalog: Catalog, settings: LakeSettings) -> Definitions:
     """Each dynamic table as an asset, and the sensor that evaluates their automation."""
     entries = catalog.entries(DynamicTableEntry)
+    sensor = automation_sensor(
+        AUTOMATION_SENSOR,
+        DYNAMIC_TABLES_GROUP,
+        AUTOMATION_INTERVAL_SECONDS,
+        {TRIGGER_TAG: RefreshTrigger.UPSTREAM.value},
+    )
     return Definitions(
         assets=[dynamic_table_asset(entry) for entry in entries],
-        sensors=[automation_sensor()] if entries else [],
+        sensors=[sensor] if entries else [],
         schedules=[
             interval_schedule(entry, entry.refresh_interval_seconds)
             for entry in entries

@@ -11,21 +11,19 @@ from dagster import (
     AssetsDefinition,
     AssetSelection,
     AutomationCondition,
-    AutomationConditionSensorDefinition,
-    DefaultSensorStatus,
     Definitions,
     MaterializeResult,
     MetadataValue,
     asset,
 )
 
+from lake_assets.automation import AUTOMATION_INTERVAL_SECONDS, automation_sensor, refresh_cron
 from lake_assets.changes import dagster_reporter
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import TaskRunRecord
 from lake_assets.core.names import TASKS_SENSOR
 from lake_assets.core.settings import LakeSettings
 from lake_assets.core.states import TaskRunState, TaskTrigger
-from lake_assets.dynamic_tables.defs import refresh_cron
 from lake_assets.session import LakeSession
 from lake_assets.tasks.entry import Schedule, TaskEntry
 from lake_assets.tasks.runs import run_task
@@ -33,8 +31,6 @@ from resources.catalog import CatalogResource
 from resources.spark import DeltaSparkResource
 
 TASKS_GROUP = "tasks"
-# How often the daemon evaluates the tasks' automation conditions (Dagster's default is 30 s).
-AUTOMATION_INTERVAL_SECONDS = 5
 # Runs the tasks sensor requests carry this tag: the run records its trigger as SCHEDULED for a
 # task with a SCHEDULE, else STREAM (a task has one condition); a run without it is MANUAL.
 TRIGGER_TAG = "lake/task_trigger"
@@ -158,21 +154,13 @@ def task_asset(entry: TaskEntry) -> AssetsDefinition:
     return run
 
 
-def tasks_sensor() -> AutomationConditionSensorDefinition:
-    """Evaluates the tasks' conditions every few seconds, running from the start."""
-    return AutomationConditionSensorDefinition(
-        TASKS_SENSOR,
-        target=AssetSelection.groups(TASKS_GROUP),
-        minimum_interval_seconds=AUTOMATION_INTERVAL_SECONDS,
-        run_tags={TRIGGER_TAG: AUTOMATIC},
-        default_status=DefaultSensorStatus.RUNNING,
-    )
-
-
 def build_defs(catalog: Catalog, settings: LakeSettings) -> Definitions:
     """Each task as an asset, and the sensor that evaluates their automation."""
     entries = catalog.entries(TaskEntry)
+    sensor = automation_sensor(
+        TASKS_SENSOR, TASKS_GROUP, AUTOMATION_INTERVAL_SECONDS, {TRIGGER_TAG: AUTOMATIC}
+    )
     return Definitions(
         assets=[task_asset(entry) for entry in entries],
-        sensors=[tasks_sensor()] if entries else [],
+        sensors=[sensor] if entries else [],
     )
