@@ -14,12 +14,11 @@ from lake_assets.core.lifecycle import drop_object, name_taken
 from lake_assets.core.results import Result
 from lake_assets.core.states import TaskRunState, TaskTrigger
 from lake_assets.sql.statements import DescribeObject, Dml
-from lake_assets.streams import offsets
 from lake_assets.streams.entry import StreamEntry
 from lake_assets.tables.entry import TableEntry
 from lake_assets.tasks.entry import TaskEntry
 from lake_assets.tasks.grammar import AlterTask, CreateTask, ExecuteTask, ShowTaskHistory, reads
-from lake_assets.tasks.runs import run_task, when_holds
+from lake_assets.tasks.runs import live_run, run_task, when_holds
 from lake_assets.volumes.entry import VolumeEntry
 
 if TYPE_CHECKING:
@@ -127,7 +126,7 @@ def describe_task(session: LakeSession, stmt: DescribeObject) -> Result:
     entry = catalog.get(TaskEntry, stmt.name)
     last = _last_run(catalog, entry.name)
     schedule = entry.schedule
-    running = entry.run if entry.run is not None and offsets.alive(entry.run.owner) else None
+    running = live_run(entry)
     return Result.properties(
         name=entry.name,
         state=entry.state,
@@ -151,9 +150,10 @@ def show_task_history(session: LakeSession, stmt: ShowTaskHistory) -> Result:
     catalog = session.catalog
     tasks = [catalog.get(TaskEntry, stmt.name)] if stmt.name else catalog.entries(TaskEntry)
     executing = [
-        (t.name, TaskRunState.EXECUTING, t.run.trigger, t.run.start_time, *[None] * 6)
-        for t in tasks
-        if t.run is not None and offsets.alive(t.run.owner)
+        (task.name, TaskRunState.EXECUTING, run.trigger, run.start_time)
+        + (None,) * (len(HISTORY_COLUMNS) - 4)
+        for task in tasks
+        if (run := live_run(task)) is not None
     ]
     return Result(
         HISTORY_COLUMNS,

@@ -36,17 +36,6 @@ if TYPE_CHECKING:
 ANOTHER_RUN = "another run of the task is under way"
 
 
-class TaskRunFailed(LakeError):
-    """A run that FAILED, with the record task history keeps of it."""
-
-    def __init__(self, what: str, fix: str, record: TaskRunRecord | None = None) -> None:
-        super().__init__(what, fix)
-        self.record = record
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.what, self.fix, self.record))
-
-
 @dataclass
 class _Run:
     """A run as it goes: its claim, its clock, and the offsets its streams had before."""
@@ -70,8 +59,8 @@ class _Run:
 
 
 def run_task(session: LakeSession, name: str, trigger: TaskTrigger) -> TaskRunRecord:
-    """Run a task once and record it: SUCCEED and SKIPPED come back, FAILED is raised as a
-    TaskRunFailed. A suspended task runs only by hand (MANUAL)."""
+    """Run a task once and record it: SUCCEED and SKIPPED come back, FAILED is recorded, then
+    raised. A suspended task runs only by hand (MANUAL)."""
     catalog = session.catalog
     entry = catalog.get(TaskEntry, name)
     run = _Run(RunClaim(uuid.uuid4().hex, offsets.owner(), trigger, now_utc()))
@@ -96,7 +85,7 @@ def run_task(session: LakeSession, name: str, trigger: TaskTrigger) -> TaskRunRe
         catalog.record_task_run(record)
         if not isinstance(error, Exception):
             raise
-        raise TaskRunFailed(f"task {name} failed: {failure.what}", failure.fix, record) from error
+        raise LakeError(f"task {name} failed: {failure.what}", failure.fix) from error
     finally:
         _release(catalog, name, run.claim.id)
 
@@ -177,6 +166,13 @@ def _consumed(catalog: Catalog, before: dict[str, int]) -> dict[str, list[int]]:
     return {name: [offset, entry.offset] for name, offset in before.items() if (entry := now[name])}
 
 
+def live_run(entry: TaskEntry) -> RunClaim | None:
+    """The task's run under way, if its process is alive; a dead one's claim waits for the next
+    run to settle it."""
+    run = entry.run
+    return run if run is not None and offsets.alive(run.owner) else None
+
+
 def _claim(
     catalog: Catalog, name: str, claim: RunClaim
 ) -> tuple[TaskEntry, RunClaim | None, RunClaim | None]:
@@ -185,11 +181,10 @@ def _claim(
     found: dict[str, RunClaim | None] = {"holder": None, "dead": None}
 
     def take(entry: TaskEntry) -> TaskEntry:
-        held = entry.run
-        if held is not None and offsets.alive(held.owner):
-            found["holder"] = held
+        found["holder"] = live_run(entry)
+        if found["holder"] is not None:
             return entry
-        found["dead"] = held
+        found["dead"] = entry.run
         return replace(entry, run=claim)
 
     entry = catalog.update(TaskEntry, name, take)
