@@ -2,11 +2,20 @@
 that observes every volume by listing it (never Spark), and for a volume a stream reads, a job
 that refreshes its directory table and a sensor that runs it when the listing changed.
 
+That sensor learns of changes from the volume's S3 event queue when it has one (listing only when
+an event falls in the volume, and every DIRECTORY_BACKSTOP_SECONDS for lost events), and by
+listing every tick otherwise. A queue has one reader, since SQS deletes what a reader takes: when
+an EVENT_NOTIFICATION pipe reads a volume, the pipe owns its queue and the sensor lists the
+volume every tick instead. Pipes are found by kind in the catalog, not imported: data flows
+volume → pipe.
+
 No `from __future__ import annotations` here: Dagster reads the op's context type at runtime."""
 
+import json
 import time
 import warnings
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from dagster import (
     AssetKey,
@@ -34,14 +43,20 @@ from dagster import (
     sensor,
 )
 
+from lake_assets.connections.entry import ConnectionEntry
 from lake_assets.core.catalog import Catalog
+from lake_assets.core.entries import CatalogObject
+from lake_assets.core.errors import LakeError
 from lake_assets.core.names import DIRECTORIES_SENSOR, VOLUMES_SENSOR
 from lake_assets.core.settings import LakeSettings
+from lake_assets.core.states import IngestMode
 from lake_assets.volumes.entry import VolumeEntry
 from lake_assets.volumes.files import directory_digest, listing_digest, refresh_directory, store_of
 from resources.catalog import CatalogResource
+from resources.queues import EventQueue, ObjectEvent
 from resources.spark import DeltaSparkResource
-from resources.storage import FileInfo
+from resources.storage import FileInfo, S3Store
+from resources.volumes import open_queue
 
 VOLUMES_GROUP = "volumes"
 # A listing is cheap, but each one of an S3 volume is a request: every volume twice a minute.
@@ -52,6 +67,11 @@ DATA_VERSION_TAG = "dagster/data_version"
 DIRECTORY_INTERVAL_SECONDS = 2
 # A failed directory refresh is asked for again this long after it ended.
 DIRECTORY_RETRY_SECONDS = 30
+# A volume whose S3 events the sensor reads is listed only when one falls in it, and also this
+# often: S3 notifications are best effort (a lost or misconfigured delivery, a sensor that died
+# between deleting messages and storing its tick), and one listing per volume every 5 minutes
+# bounds how long the directory table can miss a change, at 1/150 of the listings of every tick.
+DIRECTORY_BACKSTOP_SECONDS = 300
 _UNDER_WAY = [
     DagsterRunStatus.QUEUED,
     DagsterRunStatus.NOT_STARTED,
@@ -183,6 +203,82 @@ def directory_job(volume: VolumeEntry) -> JobDefinition:
     return refresh_job
 
 
+def queue_readers(catalog: Catalog) -> set[str]:
+    """The volumes that an EVENT_NOTIFICATION object (a pipe) reads: it owns their queue. Found
+    by kind, through the fields that name a volume, so that volumes need not import pipes."""
+    volumes: set[str] = set()
+    for kind in CatalogObject.KINDS.values():
+        names = [name for name, space in kind.REFERENCES.items() if space == VolumeEntry.NAMESPACE]
+        if not names:
+            continue
+        for entry in catalog.entries(kind):
+            if getattr(entry, "ingest_mode", None) == IngestMode.EVENT_NOTIFICATION:
+                volumes.update(getattr(entry, name) for name in names)
+    return volumes
+
+
+def owned_queues(catalog: Catalog) -> set[tuple[str, str]]:
+    """(connection, queue) of every queue a pipe reads: one reader per queue, as SQS deletes what
+    it hands out; volumes sharing such a queue are listed instead."""
+    readers = queue_readers(catalog)
+    return {
+        (volume.connection, volume.queue_name)
+        for volume in catalog.entries(VolumeEntry)
+        if volume.name in readers and volume.queue_name
+    }
+
+
+@dataclass
+class VolumeQueue:
+    """One event queue the sensor reads this tick, the volumes whose events it carries, and the
+    messages to delete once the tick has decided what they mean."""
+
+    queue: EventQueue
+    volumes: list[tuple[VolumeEntry, S3Store]]
+    receipts: list[str] = field(default_factory=list)
+
+
+def _in_volume(volume: VolumeEntry, store: S3Store, event: ObjectEvent) -> bool:
+    """Whether an event's object is one the volume's listing holds (as deep as RECURSIVE says)."""
+    relative = store.relative(event.bucket, event.key)
+    return relative is not None and (volume.recursive or "/" not in relative)
+
+
+def _volume_queues(
+    catalog: Catalog, settings: LakeSettings, volumes: list[VolumeEntry]
+) -> dict[tuple[str, str], VolumeQueue]:
+    """The queues the sensor reads: those of S3 volumes that no pipe reads, one per queue."""
+    owned = owned_queues(catalog)
+    queues: dict[tuple[str, str], VolumeQueue] = {}
+    for volume in volumes:
+        key = (volume.connection, volume.queue_name or "")
+        if volume.queue_name is None:
+            continue
+        if key in owned:
+            continue  # one reader per queue (SQS deletes what it hands out): the pipe's; we list
+        try:
+            store = store_of(catalog, settings, volume)
+        except Exception:  # e.g. its connection is gone: listing it says so; the others go on
+            continue
+        if not isinstance(store, S3Store):
+            continue  # a local directory sends no S3 events: it is listed
+        if key not in queues:
+            connection = catalog.get(ConnectionEntry, volume.connection)
+            queues[key] = VolumeQueue(open_queue(volume, connection, settings.lake_home), [])
+        queues[key].volumes.append((volume, store))
+    return queues
+
+
+def _take_events(queue: VolumeQueue, listed: dict[str, float]) -> None:
+    """Receive the queue's messages; a volume one of them falls in is due for a listing now
+    (its time in `listed` goes to 0, which the cursor keeps until a refresh is requested)."""
+    received = queue.queue.receive()
+    queue.receipts = received.receipts
+    for volume, store in queue.volumes:
+        if any(_in_volume(volume, store, event) for event in received.events):
+            listed[volume.name] = 0.0
+
+
 def _directory_request(instance: DagsterInstance, job_name: str, digest: str) -> RunRequest | str:
     """A run of the job that refreshes to `digest`, or why none is asked for now: one is under
     way, or the last one failed moments ago."""
@@ -195,11 +291,33 @@ def _directory_request(instance: DagsterInstance, job_name: str, digest: str) ->
     return RunRequest(job_name=job_name, tags={"lake/directory_digest": digest})
 
 
+def _refresh_request(
+    instance: DagsterInstance, catalog: Catalog, settings: LakeSettings, volume: VolumeEntry
+) -> RunRequest | str | None:
+    """List the volume and compare the digest with its directory table's (Delta log, no Spark):
+    None when they agree, else a refresh run or why none is asked for now."""
+    digest = listing_digest(volume_files(catalog, settings, volume))
+    if digest == directory_digest(None, volume):
+        return None
+    return _directory_request(instance, directory_job_name(volume), digest)
+
+
+def _listed_at(cursor: str | None) -> dict[str, float]:
+    """When each volume read through its queue was last listed (0: an event came since)."""
+    return dict(json.loads(cursor or "{}").get("listed_at", {}))
+
+
 def directories_sensor(
     volumes: list[VolumeEntry], jobs: list[JobDefinition], settings: LakeSettings
 ) -> SensorDefinition:
-    """Lists each volume a stream reads and compares the listing's digest with the one its
-    directory table's last refresh committed (from the Delta log): no Spark decides."""
+    """Lists each volume a stream reads — every tick, or for a volume whose queue it reads, when
+    an event falls in it or the backstop is due — and compares the listing's digest with the one
+    its directory table's last refresh committed (from the Delta log): no Spark decides.
+
+    The cursor keeps, per volume read through its queue, when it was last listed:
+    `{"listed_at": {"<volume>": <epoch seconds>}}`; 0 means an event came and no refresh has been
+    requested since. A message is deleted only after the tick that received it has requested a
+    refresh after it, or found the directory current, or kept the volume due in that cursor."""
 
     @sensor(
         name=DIRECTORIES_SENSOR,
@@ -210,29 +328,69 @@ def directories_sensor(
     )
     def watch_directories(context: SensorEvaluationContext) -> SensorResult:
         catalog = Catalog(settings.catalog_path)
+        found = [catalog.find(VolumeEntry, volume.name) for volume in volumes]
+        current = [volume for volume in found if volume is not None]
+        listed = _listed_at(context.cursor)
+        queues = _read_queues(context, catalog, settings, current, listed)
         requests, waiting = [], []
-        for volume in volumes:
-            current = catalog.find(VolumeEntry, volume.name)
-            if current is None:
-                continue
+        now = time.time()
+        for volume in current:
+            if volume.name in listed and now - listed[volume.name] < DIRECTORY_BACKSTOP_SECONDS:
+                continue  # no event fell in it and the backstop listing is not due
             try:
-                digest = listing_digest(volume_files(catalog, settings, current))
-                if digest == directory_digest(None, current):
-                    continue
+                request = _refresh_request(context.instance, catalog, settings, volume)
             except Exception as error:  # one unreachable volume must not hide the others
                 context.log.warning(f"volume {volume.name} could not be listed: {error}")
                 continue
-            request = _directory_request(context.instance, directory_job_name(volume), digest)
-            if isinstance(request, RunRequest):
-                requests.append(request)
-            else:
+            if isinstance(request, str):
                 waiting.append(f"{volume.name}: {request}")
+                continue  # still due: listed again next tick
+            if request is not None:
+                requests.append(request)
+            if volume.name in listed:
+                listed[volume.name] = now
+        _delete_messages(context, queues)
         return SensorResult(
             run_requests=requests,
             skip_reason=None if requests else "; ".join(waiting) or "every directory is current",
+            cursor=json.dumps({"listed_at": listed}, sort_keys=True),
         )
 
     return watch_directories
+
+
+def _read_queues(
+    context: SensorEvaluationContext,
+    catalog: Catalog,
+    settings: LakeSettings,
+    volumes: list[VolumeEntry],
+    listed: dict[str, float],
+) -> list[VolumeQueue]:
+    """Take every queue's messages; `listed` is left holding just the volumes read through a
+    queue (a volume whose queue cannot be read is listed every tick, as one without)."""
+    times = dict(listed)
+    listed.clear()
+    read = []
+    for queue in _volume_queues(catalog, settings, volumes).values():
+        names = {volume.name: times.get(volume.name, 0.0) for volume, _ in queue.volumes}
+        try:
+            _take_events(queue, names)
+        except LakeError as error:
+            context.log.warning(f"{error}; listing its volumes every tick meanwhile")
+            continue
+        listed.update(names)
+        read.append(queue)
+    return read
+
+
+def _delete_messages(context: SensorEvaluationContext, queues: list[VolumeQueue]) -> None:
+    """Delete what the tick received, now that its meaning is in a run request or the cursor; a
+    message not deleted comes back and costs one listing more."""
+    for queue in queues:
+        try:
+            queue.queue.delete(queue.receipts)
+        except LakeError as error:
+            context.log.warning(str(error))
 
 
 def directory_job_name(volume: VolumeEntry) -> str:
