@@ -280,7 +280,7 @@ class Catalog:
     def update(self, kind: type[T], name: str, change: Callable[[T], T]) -> T:
         """Change an object in one transaction: `change` sees it as it is now."""
         with self._writing() as conn:
-            found = self._select(conn, kind.NAMESPACE, name)
+            found = self._select(conn, kind.NAMESPACE, name, lock=True)
             if found is None:
                 raise kind.unknown(name)
             if not isinstance(found, kind):
@@ -315,10 +315,15 @@ class Catalog:
                         users.append(f"{user.LABEL} {entry.name}")
         return users
 
-    def _select(self, conn: Connection, namespace: str, name: str) -> CatalogObject | None:
-        row = conn.execute(
-            _with_state().where(_objects.c.namespace == namespace, _objects.c.name == name)
-        ).first()
+    def _select(
+        self, conn: Connection, namespace: str, name: str, lock: bool = False
+    ) -> CatalogObject | None:
+        """`lock`: the row stays this transaction's until it ends (Postgres; SQLite's writer
+        already holds the whole file), so two read-change-writes of one object never interleave."""
+        query = _with_state().where(_objects.c.namespace == namespace, _objects.c.name == name)
+        if lock:
+            query = query.with_for_update(of=_objects)
+        row = conn.execute(query).first()
         return _entry(row) if row is not None else None
 
     def _delete(self, conn: Connection, entry: CatalogObject) -> None:
