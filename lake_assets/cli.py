@@ -18,7 +18,7 @@ from lake_assets.core.settings import LakeSettings
 from lake_assets.output import FORMATS, write_result
 from lake_assets.session import LakeSession
 from lake_assets.sql.grammar import StatementError
-from resources.jvm import check_java, fetch_delta_jars
+from resources.jvm import SPARK_JAR_SETS, check_java, fetch_jars
 from resources.spark import DeltaSparkResource
 from resources.spark_server import serve, server_port
 
@@ -38,7 +38,9 @@ def _parser() -> argparse.ArgumentParser:
         "--format", choices=FORMATS, default="table", help="output format (default: table)"
     )
     sql.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
-    setup = commands.add_parser("setup", help="check Java and fetch Delta Lake's jars once")
+    setup = commands.add_parser(
+        "setup", help="check Java and fetch the jars of Delta Lake and Spark's Kafka source once"
+    )
     setup.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
     server = commands.add_parser(
         "spark-server", help="run a warm Spark Connect server on 127.0.0.1 (Ctrl-C stops it)"
@@ -105,10 +107,13 @@ def run_setup(args: argparse.Namespace) -> int:
     try:
         settings = LakeSettings.from_env()
         check_java()
-        jars = fetch_delta_jars(settings.jars_dir)
+        counts = [
+            f"{len(fetch_jars(jar_set, settings.jars_dir))} of {jar_set.name}"
+            for jar_set in SPARK_JAR_SETS
+        ]
     except LakeError as error:
         return _fail(str(error), args.debug)
-    print(f"Java found; {len(jars)} Delta Lake jars cached under {settings.jars_dir}")
+    print(f"Java found; jars cached under {settings.jars_dir}: {', '.join(counts)}")
     return 0
 
 

@@ -1,55 +1,82 @@
-"""JVM prerequisites for Spark: Java itself and Delta Lake's jars, fetched once and cached."""
+"""JVM prerequisites: Java itself and named sets of jars (Delta Lake, Spark's Kafka source, a Kafka
+broker), each fetched once with Maven and cached."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from lake_assets.core.errors import LakeError
 
 DELTA_ARTIFACT = "io.delta:delta-spark_4.2_2.13:4.4.0"
-_DELTA_POM = Path(__file__).with_name("delta.pom.xml")
 
 
-def check_java() -> None:
-    """Fail with one sentence when no Java runtime is reachable."""
+@dataclass(frozen=True)
+class JarSet:
+    """An artifact and its runtime dependencies as resolved by its pom file, cached per artifact
+    so that a version bump fetches anew."""
+
+    name: str
+    artifact: str
+    pom: Path
+
+    def folder(self, jars_dir: Path) -> Path:
+        return jars_dir / self.artifact.replace(":", "_")
+
+
+DELTA = JarSet("Delta Lake", DELTA_ARTIFACT, Path(__file__).with_name("delta.pom.xml"))
+SPARK_KAFKA = JarSet(
+    "Spark's Kafka source",
+    "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0",
+    Path(__file__).with_name("spark-kafka.pom.xml"),
+)
+KAFKA_BROKER = JarSet(
+    "a Kafka broker",
+    "org.apache.kafka:kafka_2.13:4.4.0",
+    Path(__file__).with_name("kafka-broker.pom.xml"),
+)
+# On every Spark session's classpath, local or Spark Connect server; `lake setup` fetches them.
+SPARK_JAR_SETS = (DELTA, SPARK_KAFKA)
+
+
+def check_java() -> str:
+    """The java to run (JAVA_HOME's first, as Spark's scripts), or one sentence saying none is."""
     java_home = os.environ.get("JAVA_HOME")
     if java_home and (Path(java_home) / "bin" / "java").exists():
-        return
-    if shutil.which("java"):
-        return
+        return str(Path(java_home) / "bin" / "java")
+    java = shutil.which("java")
+    if java:
+        return java
     raise LakeError(
-        "Spark needs a Java 17 runtime and none was found",
+        "Spark and Kafka need a Java 17 runtime and none was found",
         "install it (for example `apt-get install openjdk-17-jre-headless`) or set JAVA_HOME",
     )
 
 
-def _delta_dir(jars_dir: Path) -> Path:
-    return jars_dir / DELTA_ARTIFACT.replace(":", "_")
-
-
-def cached_delta_jars(jars_dir: Path) -> list[Path]:
+def cached_jars(jar_set: JarSet, jars_dir: Path) -> list[Path]:
     """The cached jars, or an empty list when they have not been fetched yet."""
-    folder = _delta_dir(jars_dir)
+    folder = jar_set.folder(jars_dir)
     if not (folder / ".complete").exists():
         return []
     return sorted(folder.glob("*.jar"))
 
 
-def fetch_delta_jars(jars_dir: Path) -> list[Path]:
-    """Copy Delta Lake's jars from Maven Central into the cache (Maven reuses ~/.m2 afterwards)."""
-    jars = cached_delta_jars(jars_dir)
+def fetch_jars(jar_set: JarSet, jars_dir: Path) -> list[Path]:
+    """Copy a set's jars from Maven Central into the cache (Maven reuses ~/.m2 afterwards)."""
+    jars = cached_jars(jar_set, jars_dir)
     if jars:
         return jars
     mvn = shutil.which("mvn")
     if mvn is None:
         raise LakeError(
-            f"Delta Lake's jars ({DELTA_ARTIFACT}) are not in {jars_dir} and Maven is missing",
+            f"the jars of {jar_set.name} ({jar_set.artifact}) are not in {jars_dir} "
+            "and Maven is missing",
             "install Maven (`apt-get install maven`) or copy the jars there and set LAKE_JARS_DIR",
         )
-    folder = _delta_dir(jars_dir)
+    folder = jar_set.folder(jars_dir)
     staging = folder.with_name(folder.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     result = subprocess.run(
@@ -58,7 +85,7 @@ def fetch_delta_jars(jars_dir: Path) -> list[Path]:
             "--batch-mode",
             "--quiet",
             "-f",
-            str(_DELTA_POM),
+            str(jar_set.pom),
             "dependency:copy-dependencies",
             "-DincludeScope=runtime",
             f"-DoutputDirectory={staging}",
@@ -71,10 +98,12 @@ def fetch_delta_jars(jars_dir: Path) -> list[Path]:
         lines = [line for line in result.stdout.splitlines() if "ERROR" in line]
         reason = lines[0] if lines else result.stderr.strip()[:200]
         raise LakeError(
-            f"could not fetch Delta Lake's jars ({DELTA_ARTIFACT}) from Maven Central: {reason}",
-            "check network access to Maven Central (or Maven's proxy settings) and run `make jars`",
+            f"could not fetch the jars of {jar_set.name} ({jar_set.artifact}) from Maven Central: "
+            f"{reason}",
+            "check network access to Maven Central (or Maven's proxy settings) and try again "
+            "(`make jars` fetches Spark's)",
         )
     (staging / ".complete").touch()
     shutil.rmtree(folder, ignore_errors=True)
     staging.rename(folder)
-    return cached_delta_jars(jars_dir)
+    return cached_jars(jar_set, jars_dir)

@@ -23,7 +23,7 @@ from pyspark.sql import SparkSession
 
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
-from resources.jvm import check_java, fetch_delta_jars
+from resources.jvm import SPARK_JAR_SETS, check_java, fetch_jars
 
 _LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 DEFAULT_CONNECT_PORT = 15002
@@ -69,9 +69,9 @@ def local_cores(master: str) -> int | None:
     return (os.cpu_count() or 1) if slots == "*" else int(slots)
 
 
-def with_delta_jars(config: dict[str, str], jars_dir: Path) -> dict[str, str]:
-    """`config` with Delta Lake's cached jars added to spark.jars (fetched on first use)."""
-    jars = [str(jar) for jar in fetch_delta_jars(jars_dir)]
+def with_spark_jars(config: dict[str, str], jars_dir: Path) -> dict[str, str]:
+    """`config` with the Spark jar sets' cached jars added to spark.jars (fetched on first use)."""
+    jars = [str(jar) for jar_set in SPARK_JAR_SETS for jar in fetch_jars(jar_set, jars_dir)]
     extra = [config["spark.jars"]] if config.get("spark.jars") else []
     return {**config, "spark.jars": ",".join([*extra, *jars])}
 
@@ -140,7 +140,7 @@ def connect_session(url: str) -> SparkSession:
 
 
 class DeltaSparkResource(LazyPySparkResource):
-    """dagster-pyspark's lazy session, with Delta's jars and the Java check done before start."""
+    """dagster-pyspark's lazy session, with Delta's and Kafka's jars and Java checked first."""
 
     jars_dir: str
     console_log: str | None = None
@@ -164,7 +164,7 @@ class DeltaSparkResource(LazyPySparkResource):
             _silence_duplicate_error_logs()
         if self._spark_session is None:
             check_java()
-            config = with_delta_jars(self.spark_config, Path(self.jars_dir))
+            config = with_spark_jars(self.spark_config, Path(self.jars_dir))
             with _console_to(self.console_log):
                 self._spark_session = spark_session_from_config(config)
             _silence_duplicate_error_logs()

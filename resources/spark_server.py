@@ -20,7 +20,7 @@ import pyspark
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
 from resources.jvm import check_java
-from resources.spark import DEFAULT_CONNECT_PORT, remote_address, spark_conf, with_delta_jars
+from resources.spark import DEFAULT_CONNECT_PORT, remote_address, spark_conf, with_spark_jars
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 LOOPBACK = "127.0.0.1"
@@ -57,7 +57,7 @@ def listening(port: int) -> bool:
 
 def server_command(settings: LakeSettings, port: int) -> list[str]:
     """pyspark's own spark-submit and Connect server jar, configured like the local session."""
-    conf = with_delta_jars(spark_conf(settings), settings.jars_dir)
+    conf = with_spark_jars(spark_conf(settings), settings.jars_dir)
     conf["spark.app.name"] = "lake-connect-server"
     conf["spark.connect.grpc.binding.address"] = LOOPBACK
     conf["spark.connect.grpc.binding.port"] = str(port)
