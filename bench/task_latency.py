@@ -137,7 +137,14 @@ def _holds(run: RunTimes, moment: float) -> bool:
 
 
 def measure(bench: Bench, args: argparse.Namespace) -> int:
-    lake, _ = bench.session()
+    lake, spark = bench.session()
+    try:
+        return _measure(bench, lake, args)
+    finally:
+        spark.spark_session.stop()  # its client's threads would keep the process alive
+
+
+def _measure(bench: Bench, lake: LakeSession, args: argparse.Namespace) -> int:
     lake.sql(SETUP)
     locations = (
         lake.catalog.get(TableEntry, "bench_src").location,
