@@ -19,6 +19,8 @@ from lake_assets.output import FORMATS, write_result
 from lake_assets.session import LakeSession
 from lake_assets.sql.grammar import StatementError
 from resources.jvm import SPARK_JAR_SETS, check_java, fetch_jars
+from resources.kafka_broker import DEFAULT_PORT as KAFKA_PORT
+from resources.kafka_broker import serve as serve_kafka
 from resources.spark import DeltaSparkResource
 from resources.spark_server import serve, server_port
 
@@ -49,6 +51,17 @@ def _parser() -> argparse.ArgumentParser:
         "--port", type=int, help="port to listen on (default: LAKE_SPARK_REMOTE's, else 15002)"
     )
     server.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
+    kafka = commands.add_parser(
+        "kafka-broker",
+        help="run a single-node Kafka broker on 127.0.0.1 for development (Ctrl-C stops it)",
+    )
+    kafka.add_argument(
+        "--port", type=int, default=KAFKA_PORT, help=f"port to listen on (default: {KAFKA_PORT})"
+    )
+    kafka.add_argument(
+        "--data", type=Path, help="where it keeps its topics (default: $LAKE_HOME/kafka)"
+    )
+    kafka.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
     code = commands.add_parser(
         "code-server",
         help="serve the Dagster code location and serve it anew when the catalog changes",
@@ -125,6 +138,13 @@ def run_spark_server(args: argparse.Namespace) -> int:
         return _fail(str(error), args.debug)
 
 
+def run_kafka_broker(args: argparse.Namespace) -> int:
+    try:
+        return serve_kafka(LakeSettings.from_env(), args.port, args.data)
+    except LakeError as error:
+        return _fail(str(error), args.debug)
+
+
 def run_code_server(args: argparse.Namespace) -> int:
     try:
         return serve_code(LakeSettings.from_env(), args.workspace or workspace_file(os.environ))
@@ -144,6 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         commands = {
             "code-server": run_code_server,
+            "kafka-broker": run_kafka_broker,
             "setup": run_setup,
             "spark-server": run_spark_server,
             "sql": run_sql,

@@ -1,5 +1,6 @@
 """One Spark session for the whole test session; a fresh catalog and warehouse per test; one moto
-S3 server for the whole test session (started only by the tests that ask for `s3_endpoint`)."""
+S3 server and one Kafka broker for the whole test session (started only by the tests that ask for
+`s3_endpoint` or `kafka_broker`)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.settings import LakeSettings
 from lake_assets.session import LakeSession
 from resources.spark import DeltaSparkResource
+from tests.kafka_server import kafka_broker_fixture
 from tests.s3_server import s3_endpoint_fixture
 
 s3_endpoint = s3_endpoint_fixture(scope="session")
+kafka_broker = kafka_broker_fixture(scope="session")
 
 # Property tests: a few examples while developing, more in CI (CI=true), or as HYPOTHESIS_PROFILE.
 settings.register_profile("dev", max_examples=3)
