@@ -71,14 +71,13 @@ def server_properties(data: Path, port: int, controller_port: int) -> str:
 
 
 def _java(jars_dir: Path, main_class: str, *args: str) -> list[str]:
-    classpath = KAFKA_BROKER.folder(jars_dir) / "*"
     fetch_jars(KAFKA_BROKER, jars_dir)
     return [
         check_java(),
         *_JVM_OPTIONS,
         f"-Dlog4j2.configurationFile={_LOG4J_CONFIG}",
         "-cp",
-        str(classpath),
+        str(KAFKA_BROKER.folder(jars_dir) / "*"),
         main_class,
         *args,
     ]
