@@ -10,7 +10,7 @@ from cryptography.fernet import Fernet, InvalidToken
 from lake_assets.core.errors import LakeError
 
 REDACTED = "****"
-_ENV = "env:"
+ENV = "env:"
 _ENCRYPTED = "enc:"
 
 
@@ -53,7 +53,7 @@ def _create_key_file(path: Path) -> None:
 
 def seal(value: str | None, lake_home: Path) -> str | None:
     """What the catalog stores for a secret the user gave: its env reference, or ciphertext."""
-    if value is None or value.startswith(_ENV):
+    if value is None or value.startswith(ENV):
         return value
     return _ENCRYPTED + Fernet(_key(lake_home)).encrypt(value.encode()).decode()
 
@@ -62,8 +62,8 @@ def unseal(reference: str | None, lake_home: Path) -> str | None:
     """The secret itself, for the client that needs it; never for display."""
     if reference is None:
         return None
-    if reference.startswith(_ENV):
-        variable = reference[len(_ENV) :]
+    if reference.startswith(ENV):
+        variable = reference[len(ENV) :]
         value = os.environ.get(variable)
         if value is None:
             raise LakeError(

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
+from confluent_kafka import Message, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from lake_assets.core.settings import LakeSettings
 from resources.kafka_broker import Broker, spawn_broker
@@ -22,3 +25,28 @@ def kafka_broker_fixture(scope: str = "session") -> Callable[..., Iterator[Broke
         broker.stop()
 
     return kafka_broker
+
+
+Row = tuple[int, int, str]
+
+
+def new_topic(bootstrap: str, partitions: int = 2) -> str:
+    topic = f"t-{uuid.uuid4().hex[:12]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(topic, num_partitions=partitions)], request_timeout=30)
+    futures[topic].result(timeout=30)
+    return topic
+
+
+def produce(producer: Producer, topic: str, messages: list[tuple[int, str]]) -> list[Row]:
+    """(partition, offset, value) of each message, as the broker acknowledged it."""
+    delivered: list[Row] = []
+
+    def acknowledged(error: object, message: Message) -> None:
+        assert error is None, error
+        delivered.append((message.partition(), message.offset(), message.value().decode()))
+
+    for partition, value in messages:
+        producer.produce(topic, value=value.encode(), partition=partition, on_delivery=acknowledged)
+    assert producer.flush(30) == 0
+    return delivered

@@ -21,6 +21,7 @@ from lake_assets.core.entries import (
     RELATION,
     TASK,
     CatalogObject,
+    KafkaBatch,
     LoadRecord,
     RefreshRecord,
     TaskRunRecord,
@@ -99,6 +100,24 @@ _task_history = sa.Table(
     sa.Column("error_message", sa.Text),
     sa.Column("reason", sa.Text),
     sa.Index("task_history_by_name", "name", "start_time"),
+)
+_kafka_batches = sa.Table(
+    "kafka_batches",
+    _schema,
+    sa.Column("pipe", sa.Text, primary_key=True),
+    sa.Column("number", sa.BigInteger, primary_key=True),
+    sa.Column("start", sa.Text, nullable=False),
+    sa.Column("end", sa.Text, nullable=False),
+    sa.Column("table_version", sa.BigInteger, nullable=False),
+    sa.Column("planned_at", sa.Text, nullable=False),
+    sa.Column("state", sa.Text, nullable=False),
+    sa.Column("finished_at", sa.Text),
+    sa.Column("commit_version", sa.BigInteger),
+    sa.Column("messages", sa.BigInteger),
+    sa.Column("rows", sa.BigInteger),
+    sa.Column("bad", sa.BigInteger),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("error", sa.Text),
 )
 _table_state = sa.Table(
     "table_state",
@@ -453,6 +472,64 @@ class Catalog:
         return [
             TaskRunRecord(**{**row._asdict(), "streams": json.loads(row.streams)}) for row in rows
         ]
+
+    # Kafka pipes' batches: planned once, each range fixed, then settled by its commit
+
+    def plan_batch(self, batch: KafkaBatch) -> KafkaBatch:
+        """Store a batch unless its number is planned already; the stored one is returned, so
+        that a planned range never changes."""
+        values = {
+            **asdict(batch),
+            "start": _offsets_json(batch.start),
+            "end": _offsets_json(batch.end),
+        }
+        with self._writing() as conn:
+            conn.execute(self._insert()(_kafka_batches).values(values).on_conflict_do_nothing())
+            row = conn.execute(self._batch_query(batch.pipe, batch.number)).one()
+        return _batch(row)
+
+    def batches(self, pipe: str, limit: int | None = None) -> list[KafkaBatch]:
+        """A pipe's batches, newest first."""
+        query = (
+            sa.select(_kafka_batches)
+            .where(_kafka_batches.c.pipe == pipe)
+            .order_by(_kafka_batches.c.number.desc())
+            .limit(limit)
+        )
+        with self._reading() as conn:
+            return [_batch(row) for row in conn.execute(query).all()]
+
+    def settle_batch(self, pipe: str, number: int, **outcome: Any) -> KafkaBatch:
+        """Record how a batch's attempt ended (COMMITTED with its version and counts, or the
+        error of a failed attempt)."""
+        with self._writing() as conn:
+            conn.execute(
+                sa.update(_kafka_batches)
+                .where(_kafka_batches.c.pipe == pipe, _kafka_batches.c.number == number)
+                .values(attempts=_kafka_batches.c.attempts + 1, finished_at=now_utc(), **outcome)
+            )
+            return _batch(conn.execute(self._batch_query(pipe, number)).one())
+
+    def forget_batches(self, pipe: str) -> None:
+        with self._writing() as conn:
+            conn.execute(sa.delete(_kafka_batches).where(_kafka_batches.c.pipe == pipe))
+
+    @staticmethod
+    def _batch_query(pipe: str, number: int) -> sa.Select:
+        return sa.select(_kafka_batches).where(
+            _kafka_batches.c.pipe == pipe, _kafka_batches.c.number == number
+        )
+
+
+def _offsets_json(offsets: dict[int, int]) -> str:
+    return json.dumps({str(p): o for p, o in sorted(offsets.items())})
+
+
+def _batch(row: sa.Row) -> KafkaBatch:
+    values = row._asdict()
+    for key in ("start", "end"):
+        values[key] = {int(p): o for p, o in json.loads(values[key]).items()}
+    return KafkaBatch(**values)
 
 
 def _with_state() -> sa.Select:

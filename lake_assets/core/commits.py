@@ -29,6 +29,7 @@ class Marker(StrEnum):
     REFRESH = "lake_refresh"
     STATEMENT = "lake_statement"
     DIRECTORY = "lake_directory"
+    KAFKA = "lake_kafka"
 
 
 @dataclass(frozen=True)

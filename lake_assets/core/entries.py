@@ -148,6 +148,27 @@ class RefreshRecord:
 
 
 @dataclass(frozen=True)
+class KafkaBatch:
+    """Batch `number` of a Kafka pipe: offsets [start, end) per partition, fixed when planned;
+    its commit is looked for in the target after `table_version` (its version then)."""
+
+    pipe: str
+    number: int
+    start: dict[int, int]
+    end: dict[int, int]
+    table_version: int
+    planned_at: str
+    state: str = "PLANNED"
+    finished_at: str | None = None
+    commit_version: int | None = None
+    messages: int | None = None
+    rows: int | None = None
+    bad: int | None = None
+    attempts: int = 0
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class TaskRunRecord:
     """One run of a task: how it ended, who started it, and what it consumed and wrote.
     `streams` maps each stream its statement reads to [offset before, offset after]."""

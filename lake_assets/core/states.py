@@ -20,6 +20,20 @@ class IngestMode(StrEnum):
     EVENT_NOTIFICATION = "EVENT_NOTIFICATION"
 
 
+class PipeKind(StrEnum):
+    """Where a pipe reads: files in a volume, or messages in a Kafka topic."""
+
+    VOLUME = "VOLUME"
+    KAFKA = "KAFKA"
+
+
+class BatchState(StrEnum):
+    """A Kafka pipe's batch: its range is planned (and retried as is) until its commit lands."""
+
+    PLANNED = "PLANNED"
+    COMMITTED = "COMMITTED"
+
+
 class PipeStatus(StrEnum):
     RUNNING = "RUNNING"
     PAUSED = "PAUSED"

@@ -4,6 +4,7 @@ No `from __future__ import annotations` here: Dagster reads the op's config clas
 
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from dagster import (
@@ -30,11 +31,14 @@ from dagster import (
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
-from lake_assets.core.states import IngestMode, LoadStatus
+from lake_assets.core.states import IngestMode, LoadStatus, PipeKind
 from lake_assets.pipes.engine import ingest, pipe_copy
 from lake_assets.pipes.entry import PipeEntry
+from lake_assets.pipes.kafka.batches import BatchOutcome, run_batch
+from lake_assets.pipes.kafka.sensor import kafka_pipe_sensor
 from lake_assets.pipes.loading import LoadOutcome
 from lake_assets.pipes.sensors import event_pipe_sensor, pipe_sensor
+from lake_assets.session import LakeSession
 from lake_assets.tables.defs import TABLES_GROUP, table_metadata
 from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes.defs import volume_files, volume_key, volume_observation
@@ -63,16 +67,31 @@ def _volume_input(volume: str) -> str:
     return f"volume_{volume}"
 
 
-def load_op(table: TableEntry, pipes: list[PipeEntry]) -> OpDefinition:
-    """Loads the running pipes' pending files (a commit per pipe), then observes their volumes."""
+def _volume_pipes(pipes: list[PipeEntry]) -> list[PipeEntry]:
+    return [pipe for pipe in pipes if pipe.pipe_kind is PipeKind.VOLUME]
 
-    @op(name="load", ins={_volume_input(pipe.volume): In(Nothing) for pipe in pipes})
+
+@dataclass
+class Loads:
+    """What one run of a table's ingestion did: files its volume pipes loaded, and batches its
+    Kafka pipes committed."""
+
+    files: list[LoadOutcome] = field(default_factory=list)
+    batches: list[BatchOutcome] = field(default_factory=list)
+
+
+def load_op(table: TableEntry, pipes: list[PipeEntry]) -> OpDefinition:
+    """Loads the running pipes' pending files and batches (a commit per pipe), then observes
+    the volumes."""
+    ins = {_volume_input(pipe.volume): In(Nothing) for pipe in _volume_pipes(pipes)}
+
+    @op(name="load", ins=ins)
     def load(
         context: OpExecutionContext,
         config: IngestConfig,
         spark: DeltaSparkResource,
         catalog: CatalogResource,
-    ) -> list[LoadOutcome]:
+    ) -> Loads:
         lake = catalog.catalog
         named = [pipe for pipe in pipes if pipe.name == config.pipe]
         if config.pipe is not None and not named:
@@ -83,27 +102,30 @@ def load_op(table: TableEntry, pipes: list[PipeEntry]) -> OpDefinition:
         running = [
             current
             for pipe in named or pipes
-            if (current := lake.find(PipeEntry, pipe.name)) and not current.paused
+            if (current := lake.find(PipeEntry, pipe.name))
+            and not current.paused
+            and not current.invalid_reason
         ]
-        outcomes = [
-            ingest(
-                spark.spark_session,
-                lake,
-                catalog.settings,
-                pipe_copy(pipe),
-                pipe.name,
-                config.files,
+        session = LakeSession(lake, catalog.settings, lambda: spark.spark_session)
+        loads = Loads()
+        for pipe in running:
+            if pipe.pipe_kind is PipeKind.KAFKA:
+                if (done := run_batch(session, pipe.name)) is not None:
+                    loads.batches.append(done)
+                continue
+            loads.files.append(
+                ingest(
+                    session.spark, lake, catalog.settings, pipe_copy(pipe), pipe.name, config.files
+                )
             )
-            for pipe in running
-        ]
         # What the volumes hold now, loaded files purged: the table's materialization (the next
         # step) reads these data versions, so the table is stale only once a volume changes again.
-        for pipe in running:
+        for pipe in _volume_pipes(running):
             volume = lake.get(VolumeEntry, pipe.volume)
             context.log_event(
                 volume_observation(volume, volume_files(lake, catalog.settings, volume))
             )
-        return outcomes
+        return loads
 
     return load
 
@@ -112,18 +134,21 @@ def report_op(table: TableEntry, check: AssetCheckSpec) -> OpDefinition:
     """Materializes the table with what the loads did, and checks that no file failed."""
 
     @op(name="report", out={table.name: Out(), check.get_python_identifier(): Out()})
-    def report(outcomes: list[LoadOutcome], catalog: CatalogResource) -> Iterator[Any]:
+    def report(loads: Loads, catalog: CatalogResource) -> Iterator[Any]:
+        outcomes = loads.files
         failed = [r for o in outcomes for r in o.records if r.status == LoadStatus.LOAD_FAILED]
         current = catalog.catalog.get(TableEntry, table.name)
         yield MaterializeResult(
             asset_key=table.name,
             metadata={
-                "rows_loaded": sum(o.rows for o in outcomes),
+                "rows_loaded": sum(o.rows for o in outcomes)
+                + sum(b.batch.rows or 0 for b in loads.batches),
                 "files_loaded": sum(o.count(LoadStatus.LOADED) for o in outcomes),
                 "files_failed": len(failed),
                 "files_purged": sum(len(o.purged) for o in outcomes),
                 "dagster/row_count": MetadataValue.int(current.row_count or 0),
                 "lake/version": MetadataValue.int(current.version or 0),
+                **batch_metadata(loads.batches),
             },
         )
         yield AssetCheckResult(
@@ -161,7 +186,7 @@ def ingestion_asset(table: TableEntry, pipes: list[PipeEntry]) -> AssetsDefiniti
         },
         ins={
             _volume_input(pipe.volume): AssetIn(key=volume_key(pipe.volume), dagster_type=Nothing)
-            for pipe in pipes
+            for pipe in _volume_pipes(pipes)
         },
         check_specs=[check],
         config=_load_config,
@@ -180,11 +205,35 @@ def ingestion_job(table: str) -> Any:
     )
 
 
+def _sensor_of(pipe: PipeEntry) -> Any:
+    if pipe.pipe_kind is PipeKind.KAFKA:
+        return kafka_pipe_sensor
+    if pipe.ingest_mode == IngestMode.EVENT_NOTIFICATION:
+        return event_pipe_sensor
+    return pipe_sensor
+
+
+def batch_metadata(batches: list[BatchOutcome]) -> dict[str, Any]:
+    """A Kafka batch's figures, plotted run after run: its rows and where it ended."""
+    if not batches:
+        return {}
+    return {
+        "kafka_batches": len(batches),
+        "kafka_rows": sum(b.batch.rows or 0 for b in batches),
+        "lake/kafka_offsets": MetadataValue.json(
+            {b.pipe: {str(p): o for p, o in b.batch.end.items()} for b in batches}
+        ),
+    }
+
+
 def build_defs(catalog: Catalog, settings: LakeSettings) -> Definitions:
     """Per table fed by pipes: its ingestion asset and job, and one sensor per pipe."""
     pipes_by_table: dict[str, list[PipeEntry]] = defaultdict(list)
     for pipe in catalog.entries(PipeEntry):
-        if catalog.find(TableEntry, pipe.table) and catalog.find(VolumeEntry, pipe.volume):
+        kafka = pipe.pipe_kind is PipeKind.KAFKA
+        if catalog.find(TableEntry, pipe.table) and (
+            kafka or catalog.find(VolumeEntry, pipe.volume)
+        ):
             pipes_by_table[pipe.table].append(pipe)
     assets, jobs, sensors = [], [], []
     for table in catalog.entries(TableEntry):
@@ -194,11 +243,5 @@ def build_defs(catalog: Catalog, settings: LakeSettings) -> Definitions:
         assets.append(ingestion_asset(table, pipes))
         job = ingestion_job(table.name)
         jobs.append(job)
-        for pipe in pipes:
-            watch = (
-                event_pipe_sensor
-                if pipe.ingest_mode == IngestMode.EVENT_NOTIFICATION
-                else pipe_sensor
-            )
-            sensors.append(watch(pipe, job, settings))
+        sensors += [_sensor_of(pipe)(pipe, job, settings) for pipe in pipes]
     return Definitions(assets=assets, jobs=jobs, sensors=sensors)

@@ -11,13 +11,15 @@ from lake_assets.core import failpoints
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import now_utc
 from lake_assets.core.errors import LakeError
-from lake_assets.core.lifecycle import name_taken
+from lake_assets.core.lifecycle import drop_object, name_taken
 from lake_assets.core.names import RESERVED_SENSORS
 from lake_assets.core.results import Result
 from lake_assets.core.settings import LakeSettings
-from lake_assets.core.states import IngestMode, LoadStatus, PipeStatus
+from lake_assets.core.states import IngestMode, LoadStatus, PipeKind, PipeStatus
 from lake_assets.pipes.entry import PipeEntry
-from lake_assets.pipes.grammar import AlterPipe, CopyIntoTable, CreatePipe, copy_of
+from lake_assets.pipes.grammar import AlterPipe, CopyIntoTable, CreatePipe, KafkaCopy, copy_of
+from lake_assets.pipes.kafka.batches import run_batch
+from lake_assets.pipes.kafka.engine import create_kafka_pipe, describe_kafka_pipe
 from lake_assets.pipes.loading import (
     LoadOutcome,
     load,
@@ -26,7 +28,7 @@ from lake_assets.pipes.loading import (
     reconcile,
     target_columns,
 )
-from lake_assets.sql.statements import DescribeObject
+from lake_assets.sql.statements import DescribeObject, DropObject
 from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes.entry import VolumeEntry
 from lake_assets.volumes.files import in_scope, named_files, source_files, store_of
@@ -90,6 +92,9 @@ def copy_into_table(session: LakeSession, copy: CopyIntoTable) -> Result:
 
 def alter_pipe(session: LakeSession, stmt: AlterPipe) -> Result:
     pipe = session.catalog.get(PipeEntry, stmt.name)
+    if stmt.refresh and pipe.pipe_kind is PipeKind.KAFKA:
+        done = run_batch(session, pipe.name)
+        return Result.status(done.summary() if done else f"pipe {pipe.name}: no new messages")
     if stmt.refresh:
         outcome = ingest(
             session.spark, session.catalog, session.settings, pipe_copy(pipe), pipe.name
@@ -109,6 +114,8 @@ def create_pipe(session: LakeSession, stmt: CreatePipe) -> Result:
             f"pipe name {stmt.name} is taken by one of the project's own sensors",
             "pick another name for the pipe",
         )
+    if isinstance(stmt.copy, KafkaCopy):
+        return create_kafka_pipe(session, stmt, stmt.copy)
     target_columns(catalog.get(TableEntry, stmt.copy.table), stmt.copy.source)
     volume = catalog.get(VolumeEntry, stmt.copy.source.volume)
     sharing = [p.name for p in catalog.entries(PipeEntry) if p.volume == volume.name]
@@ -204,6 +211,8 @@ def invalid_reason(catalog: Catalog, pipe: PipeEntry) -> str | None:
 def describe_pipe(session: LakeSession, stmt: DescribeObject) -> Result:
     catalog, settings = session.catalog, session.settings
     pipe = catalog.get(PipeEntry, stmt.name)
+    if pipe.pipe_kind is PipeKind.KAFKA:
+        return describe_kafka_pipe(session, pipe)
     reason = invalid_reason(catalog, pipe)
     pending = (
         None
@@ -242,8 +251,15 @@ def show_pipes(session: LakeSession) -> Result:
     return Result(
         ["name", "pipe_status", "pipe_kind", "input_name", "output_name", "ingest_mode", "comment"],
         [
-            (p.name, p.status, "VOLUME", p.volume, p.table,
-             p.ingest_mode, p.comment)
+            (p.name, p.status, p.pipe_kind, p.input_name, p.table,
+             p.ingest_mode if p.pipe_kind is PipeKind.VOLUME else None, p.comment)
             for p in session.catalog.entries(PipeEntry)
         ],
     )  # fmt: skip
+
+
+def drop_pipe(session: LakeSession, stmt: DropObject) -> Result:
+    """DROP PIPE: the table keeps its rows; a Kafka pipe's batches go with it."""
+    result = drop_object(PipeEntry)(session, stmt)
+    session.catalog.forget_batches(stmt.name)
+    return result

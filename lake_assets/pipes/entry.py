@@ -6,16 +6,19 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from lake_assets.core.entries import CatalogObject
-from lake_assets.core.states import IngestMode, PipeStatus
+from lake_assets.core.states import IngestMode, PipeKind, PipeStatus
 
 
 @dataclass(frozen=True)
 class PipeEntry(CatalogObject):
-    """A pipe keeps the COPY statement's text; it cannot be altered, only dropped and recreated."""
+    """A pipe keeps the COPY statement's text; it cannot be altered, only dropped and recreated.
+    A Kafka pipe also keeps its topic's id, which a deleted and recreated topic does not have,
+    and the reason it stopped (`invalid_reason`), which runs set."""
 
     NAMESPACE: ClassVar[str] = "pipe"
     LABEL: ClassVar[str] = "pipe"
     REFERENCES: ClassVar[dict[str, str]] = {"volume": "volume"}
+    RUNTIME: ClassVar[tuple[str, ...]] = ("invalid_reason",)
 
     volume: str = ""
     table: str = ""
@@ -28,6 +31,18 @@ class PipeEntry(CatalogObject):
     options: dict[str, str] = field(default_factory=dict)
     # EVENT_NOTIFICATION pipes also list the volume this often, for events that never came.
     backfill_interval_seconds: int = 60
+    pipe_kind: PipeKind = PipeKind.VOLUME
+    topic: str = ""
+    topic_id: str = ""
+    group_id: str = ""
+    batch_interval_seconds: int = 60
+    batch_size_per_partition: int | None = None
+    invalid_reason: str | None = None
+
+    @property
+    def input_name(self) -> str:
+        """What it reads: its volume, or its Kafka topic."""
+        return self.topic if self.pipe_kind is PipeKind.KAFKA else self.volume
 
     @property
     def status(self) -> PipeStatus:

@@ -9,9 +9,10 @@ from sqlglot.tokens import TokenType
 
 from lake_assets.core.errors import LakeError
 from lake_assets.core.states import IngestMode
+from lake_assets.pipes.kafka.grammar import KafkaSource, read_kafka_relation
 from lake_assets.sql.grammar import Grammar, ObjectWords, SourceParser, StatementParser, finished
 from lake_assets.sql.relations import opens_call
-from lake_assets.sql.statements import Source, Statement
+from lake_assets.sql.statements import Query, Source, Statement
 from lake_assets.sql.tokens import TokenCursor, tokenize
 from lake_assets.volumes.grammar import VolumeSource, parse_volume_source
 
@@ -24,8 +25,15 @@ CREATE_PIPE = (
     "'EVENT_NOTIFICATION' [POLL_INTERVAL = seconds] [BACKFILL_INTERVAL = seconds] [COMMENT '…'] "
     "AS COPY INTO t FROM VOLUME v …"
 )
+CREATE_KAFKA_PIPE = (
+    "CREATE PIPE [IF NOT EXISTS] p [VIRTUAL_CLUSTER = '…'] [BATCH_INTERVAL_IN_SECONDS = 'n'] "
+    "[BATCH_SIZE_PER_KAFKA_PARTITION = n] [COMMENT '…'] AS COPY INTO t FROM (SELECT … FROM "
+    "TABLE(READ_KAFKA(…)))"
+)
 ALTER_PIPE = "ALTER PIPE p REFRESH | ALTER PIPE p SET PIPE_EXECUTION_PAUSED = TRUE|FALSE"
-PIPE_SETTINGS = ("VIRTUAL_CLUSTER", "INGEST_MODE", "POLL_INTERVAL", "BACKFILL_INTERVAL")
+VOLUME_SETTINGS = ("INGEST_MODE", "POLL_INTERVAL", "BACKFILL_INTERVAL")
+KAFKA_SETTINGS = ("BATCH_INTERVAL_IN_SECONDS", "BATCH_SIZE_PER_KAFKA_PARTITION")
+PIPE_SETTINGS = ("VIRTUAL_CLUSTER", *VOLUME_SETTINGS, *KAFKA_SETTINGS)
 WORDS = ObjectWords("pipe", (("PIPE",),))
 
 
@@ -38,9 +46,25 @@ class CopyIntoTable(Statement):
 
 
 @dataclass(frozen=True)
+class KafkaCopy:
+    """`COPY INTO t FROM (SELECT … FROM TABLE(READ_KAFKA(…)))`: its query reads the topic as
+    the relation `placeholder`."""
+
+    table: str
+    query: Query
+    placeholder: str
+
+    @property
+    def kafka(self) -> KafkaSource:
+        source = self.query.sources[self.placeholder]
+        assert isinstance(source, KafkaSource)
+        return source
+
+
+@dataclass(frozen=True)
 class CreatePipe(Statement):
     name: str
-    copy: CopyIntoTable
+    copy: CopyIntoTable | KafkaCopy
     copy_text: str
     ingest_mode: IngestMode = IngestMode.LIST_PURGE
     virtual_cluster: str | None = None
@@ -48,6 +72,8 @@ class CreatePipe(Statement):
     poll_interval_seconds: int = 5
     if_not_exists: bool = False
     backfill_interval_seconds: int = 60
+    batch_interval_seconds: int = 60
+    batch_size_per_partition: int | None = None
 
 
 @dataclass(frozen=True)
@@ -79,6 +105,12 @@ def copy_of(text: str) -> CopyIntoTable:
 
 def _parse_copy(cursor: TokenCursor, grammar: Grammar) -> Statement:
     cursor.expect("COPY", "INTO")
+    if _reads_query(cursor):
+        raise LakeError(
+            "COPY INTO t FROM (SELECT …) runs only as a pipe's statement",
+            "CREATE PIPE p AS COPY INTO t FROM (…), or read once with "
+            "INSERT INTO t SELECT … FROM TABLE(READ_KAFKA(…))",
+        )
     return finished(cursor, parse_copy_into_table(cursor))
 
 
@@ -123,8 +155,34 @@ def parse_create_pipe(cursor: TokenCursor, grammar: Grammar) -> Statement:
     cursor.expect("COPY", "INTO")
     if cursor.word() == "VOLUME":
         raise LakeError("a pipe loads a table, not a volume", f"write it as {CREATE_PIPE}")
+    copy_text = cursor.text[copy_start.start :].strip()
+    if _reads_query(cursor):
+        copy = parse_kafka_copy(cursor, grammar)
+        cursor.expect_end()
+        return _kafka_pipe(name, copy, copy_text, settings, comment, if_not_exists)
     copy = parse_copy_into_table(cursor)
     cursor.expect_end()
+    return _volume_pipe(name, copy, copy_text, settings, comment, if_not_exists)
+
+
+def _refuse(name: str, settings: dict[str, str], keys: tuple[str, ...], kind: str) -> None:
+    for key in keys:
+        if key in settings:
+            raise LakeError(
+                f"pipe {name}: {key} does not apply to a {kind} pipe",
+                f"drop {key} from CREATE PIPE",
+            )
+
+
+def _volume_pipe(
+    name: str,
+    copy: CopyIntoTable,
+    copy_text: str,
+    settings: dict[str, str],
+    comment: str | None,
+    if_not_exists: bool,
+) -> CreatePipe:
+    _refuse(name, settings, KAFKA_SETTINGS, "volume")
     mode = settings.get("INGEST_MODE", IngestMode.LIST_PURGE).upper()
     if mode not in IngestMode.__members__:
         raise LakeError(
@@ -138,21 +196,104 @@ def parse_create_pipe(cursor: TokenCursor, grammar: Grammar) -> Statement:
     return CreatePipe(
         name,
         copy,
-        cursor.text[copy_start.start :].strip(),
+        copy_text,
         IngestMode(mode),
         settings.get("VIRTUAL_CLUSTER"),
         comment,
-        _seconds(settings, "POLL_INTERVAL", 5),
+        _whole(settings, "POLL_INTERVAL", 5),
         if_not_exists,
-        _seconds(settings, "BACKFILL_INTERVAL", 60),
+        _whole(settings, "BACKFILL_INTERVAL", 60),
     )
 
 
-def _seconds(settings: dict[str, str], key: str, default: int) -> int:
+def _kafka_pipe(
+    name: str,
+    copy: KafkaCopy,
+    copy_text: str,
+    settings: dict[str, str],
+    comment: str | None,
+    if_not_exists: bool,
+) -> CreatePipe:
+    _refuse(name, settings, VOLUME_SETTINGS, "Kafka")
+    managed = copy.kafka.managed_set()
+    if managed:
+        raise LakeError(
+            f"pipe {name}: READ_KAFKA's {managed[0].replace('_', ' ')} is managed by the pipe",
+            "leave the four offset and timestamp arguments '' (the pipe starts at the earliest "
+            "offsets and goes on from what it committed)",
+        )
+    if not copy.kafka.group_id:
+        raise LakeError(
+            f"pipe {name}: READ_KAFKA needs a consumer group id",
+            "name one in READ_KAFKA's fourth argument, unique per pipe and topic",
+        )
+    size = "BATCH_SIZE_PER_KAFKA_PARTITION"
+    return CreatePipe(
+        name,
+        copy,
+        copy_text,
+        virtual_cluster=settings.get("VIRTUAL_CLUSTER"),
+        comment=comment,
+        if_not_exists=if_not_exists,
+        batch_interval_seconds=_whole(settings, "BATCH_INTERVAL_IN_SECONDS", 60),
+        batch_size_per_partition=_whole(settings, size, 1, "messages")
+        if size in settings
+        else None,
+    )
+
+
+def _reads_query(cursor: TokenCursor) -> bool:
+    """Whether COPY INTO t is followed by FROM ( … ): a query, as a Kafka pipe's is."""
+    following = cursor.peek(2)
+    return (
+        cursor.word(1) == "FROM"
+        and following is not None
+        and following.token_type == TokenType.L_PAREN
+    )
+
+
+def parse_kafka_copy(cursor: TokenCursor, grammar: Grammar) -> KafkaCopy:
+    """After `COPY INTO`: the table and the parenthesized query, which reads one topic."""
+    cursor.usage = CREATE_KAFKA_PIPE
+    table = cursor.name("a table name")
+    cursor.expect("FROM")
+    opening = cursor.position
+    depth = 0
+    for index in range(opening, len(cursor.tokens)):
+        kind = cursor.tokens[index].token_type
+        depth += (kind == TokenType.L_PAREN) - (kind == TokenType.R_PAREN)
+        if depth == 0:
+            break
+    else:
+        cursor.position = len(cursor.tokens)
+        cursor.fail("')' closing the query")
+    inner = cursor.text[cursor.tokens[opening].end + 1 : cursor.tokens[index].start]
+    cursor.position = index + 1
+    query = grammar.spark(inner.strip())
+    kafka = [k for k, v in getattr(query, "sources", {}).items() if isinstance(v, KafkaSource)]
+    if not isinstance(query, Query) or len(kafka) != 1:
+        raise LakeError(
+            "a pipe's COPY INTO t FROM (…) must be a SELECT that reads one TABLE(READ_KAFKA(…))",
+            f"write it as {CREATE_KAFKA_PIPE}",
+        )
+    return KafkaCopy(table, query, kafka[0])
+
+
+@functools.cache
+def kafka_copy_of(text: str) -> KafkaCopy:
+    """A Kafka pipe's statement (as the catalog keeps it) parsed once per process."""
+    from lake_assets.kinds import GRAMMAR  # the kinds import this module: looked up on use
+
+    cursor = TokenCursor(tokenize(text), text=text)
+    cursor.expect("COPY", "INTO")
+    return parse_kafka_copy(cursor, GRAMMAR)
+
+
+def _whole(settings: dict[str, str], key: str, default: int, unit: str = "seconds") -> int:
     value = settings.get(key, str(default))
     if not value.isdigit() or int(value) < 1:
         raise LakeError(
-            f"{key} {value} is not a whole number of seconds", f"use e.g. {key} = {default}"
+            f"{key} {value} is not a whole number of {unit}", f"use e.g. {key} = {default}"
         )
     return int(value)
 
@@ -187,4 +328,7 @@ STATEMENTS: dict[tuple[str, ...], StatementParser] = {
     ("CREATE", "PIPE"): parse_create_pipe,
     ("ALTER", "PIPE"): parse_alter_pipe,
 }
-SOURCES: dict[str, SourceParser] = {"LOAD_HISTORY": _load_history_relation}
+SOURCES: dict[str, SourceParser] = {
+    "LOAD_HISTORY": _load_history_relation,
+    "TABLE": read_kafka_relation,
+}

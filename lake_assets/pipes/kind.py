@@ -1,9 +1,7 @@
 """The pipes kind as registered in lake_assets.kinds: its SQL, handlers and definitions."""
 
 from lake_assets.core.kind import Kind
-from lake_assets.core.lifecycle import drop_object
 from lake_assets.pipes import engine
-from lake_assets.pipes.entry import PipeEntry
 from lake_assets.pipes.grammar import (
     SOURCES,
     STATEMENTS,
@@ -14,6 +12,8 @@ from lake_assets.pipes.grammar import (
     LoadHistorySource,
 )
 from lake_assets.pipes.history import read_load_history
+from lake_assets.pipes.kafka.grammar import KafkaSource
+from lake_assets.pipes.kafka.reading import read_kafka
 
 KIND = Kind(
     name="pipe",
@@ -24,10 +24,10 @@ KIND = Kind(
         AlterPipe: engine.alter_pipe,
     },
     sources=SOURCES,
-    readers={LoadHistorySource: read_load_history},
+    readers={LoadHistorySource: read_load_history, KafkaSource: read_kafka},
     words=WORDS,
     show=engine.show_pipes,
     describe=engine.describe_pipe,
-    drop=drop_object(PipeEntry),
+    drop=engine.drop_pipe,
     defs="lake_assets.pipes.defs",
 )

@@ -36,12 +36,14 @@ from resources.storage import FileInfo
 BATCH_TAG = "lake/batch"
 RETRY_AFTER_SECONDS = 30
 _GAVE_UP = [DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED]
-# A run in these states has not listed the volume yet: it will load the files that came since.
-_NOT_YET_LISTED = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING]
+# A run in these states has not looked yet (listed the volume, planned its batch): it will load
+# what came since.
+NOT_YET_STARTED = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING]
 
 
-def ingest_run_config(table: str, pipe: str, files: list[str]) -> dict[str, Any]:
-    """Run config that loads just `files` of one pipe: what its S3 events announced."""
+def ingest_run_config(table: str, pipe: str, files: list[str] | None = None) -> dict[str, Any]:
+    """Run config that loads one pipe only: just `files`, what its S3 events announced, or
+    (a Kafka pipe) its planned batch."""
     return {"ops": {f"ingest_{table}": {"config": {"pipe": pipe, "files": files}}}}
 
 
@@ -55,6 +57,8 @@ def running_pipe(settings: LakeSettings, name: str) -> tuple[Catalog, PipeEntry]
         return SkipReason(
             f"pipe {name} is PAUSED; ALTER PIPE {name} SET PIPE_EXECUTION_PAUSED = FALSE resumes it"
         )
+    if current.invalid_reason:
+        return SkipReason(f"pipe {name} stopped: {current.invalid_reason}")
     return catalog, current
 
 
@@ -74,20 +78,17 @@ def batch_key(pipe: str, files: list[FileInfo]) -> str:
     return f"{pipe}-{batch[:20]}"
 
 
-def retry_wait(files: int) -> str:
+def retry_wait(what: str) -> str:
     """The skip reason while a failed batch waits for its retry."""
-    return f"{files} new files; a run of them failed, retrying soon"
+    return f"{what}; the last run failed, retrying soon"
 
 
 def batch_request(
-    instance: DagsterInstance,
-    pipe: str,
-    files: list[FileInfo],
-    run_config: dict[str, Any] | None = None,
+    instance: DagsterInstance, batch: str, run_config: dict[str, Any] | None = None
 ) -> RunRequest | None:
-    """The run that loads a batch of files: asked for once, and again RETRY_AFTER_SECONDS after
-    each run of it failed (a crash loses nothing, and must not stall the pipe); None meanwhile."""
-    batch = batch_key(pipe, files)
+    """The run that loads a batch (files, or a Kafka pipe's planned range): asked for once, and
+    again RETRY_AFTER_SECONDS after each run of it failed (a crash loses nothing, and must not
+    stall the pipe); None meanwhile."""
     failed = instance.get_run_records(RunsFilter(tags={BATCH_TAG: batch}, statuses=_GAVE_UP))
     if failed and time.time() - (failed[0].end_time or 0) < RETRY_AFTER_SECONDS:
         return None
@@ -117,17 +118,17 @@ def pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> SensorDefi
         pending = pending_for(catalog, settings, current, listing)
         if not pending:
             return SensorResult(skip_reason="no new files", asset_events=observations)
-        waiting = RunsFilter(job_name=job.name, statuses=_NOT_YET_LISTED)
+        waiting = RunsFilter(job_name=job.name, statuses=NOT_YET_STARTED)
         if context.instance.get_runs(waiting, limit=1):
             # Another run would queue behind it (one run per table) and find nothing to load.
             return SensorResult(
                 skip_reason=f"{len(pending)} new files; the queued run of {job.name} loads them",
                 asset_events=observations,
             )
-        request = batch_request(context.instance, pipe.name, pending)
+        request = batch_request(context.instance, batch_key(pipe.name, pending))
         if request is None:
             return SensorResult(
-                skip_reason=retry_wait(len(pending)),
+                skip_reason=retry_wait(f"{len(pending)} new files"),
                 asset_events=observations,
             )
         return SensorResult(run_requests=[request], asset_events=observations)
@@ -172,11 +173,13 @@ def event_pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> Sens
             )
         paths = [info.relative_path for info in seen.pending]
         config = ingest_run_config(current.table, pipe.name, paths)
-        request = batch_request(context.instance, pipe.name, seen.pending, config)
+        request = batch_request(context.instance, batch_key(pipe.name, seen.pending), config)
         if request is None:
             # The events are consumed: the next listing (BACKFILL_INTERVAL) finds these files.
             return SensorResult(
-                skip_reason=retry_wait(len(paths)), cursor=cursor, asset_events=observations
+                skip_reason=retry_wait(f"{len(paths)} new files"),
+                cursor=cursor,
+                asset_events=observations,
             )
         return SensorResult(run_requests=[request], cursor=cursor, asset_events=observations)
 

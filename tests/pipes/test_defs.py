@@ -198,7 +198,7 @@ def test_a_batch_whose_run_failed_is_asked_for_again_after_a_pause(
     assert instance.get_run_by_id(crashed.run_id).status == DagsterRunStatus.FAILURE
     waiting = tick(defs, instance)
     assert waiting.run_requests == []
-    assert waiting.skip_reason.skip_message == "1 new files; a run of them failed, retrying soon"
+    assert waiting.skip_reason.skip_message == "1 new files; the last run failed, retrying soon"
     monkeypatch.setattr(sensors, "RETRY_AFTER_SECONDS", 0)
     retried = tick(defs, instance)
     assert run_key(retried) == f"{key}-retry1"

@@ -11,43 +11,19 @@ from pathlib import Path
 
 import pyspark
 import pytest
-from confluent_kafka import Consumer, Message, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, Producer
 from pyspark.sql import SparkSession
 
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
 from resources.jvm import SPARK_KAFKA, cached_jars
 from resources.kafka_broker import Broker, spawn_broker
-
-Row = tuple[int, int, str]
+from tests.kafka_server import Row, new_topic, produce
 
 
 def artifact(jar: str) -> str:
     """A jar's name without its version: spark-sql-kafka-0-10_2.13-4.2.0.jar is spark-sql-kafka."""
     return re.sub(r"-\d[\w.-]*\.jar$", "", jar)
-
-
-def new_topic(bootstrap: str, partitions: int = 2) -> str:
-    topic = f"t-{uuid.uuid4().hex[:12]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(topic, num_partitions=partitions)], request_timeout=30)
-    futures[topic].result(timeout=30)
-    return topic
-
-
-def produce(producer: Producer, topic: str, messages: list[tuple[int, str]]) -> list[Row]:
-    """(partition, offset, value) of each message, as the broker acknowledged it."""
-    delivered: list[Row] = []
-
-    def acknowledged(error: object, message: Message) -> None:
-        assert error is None, error
-        delivered.append((message.partition(), message.offset(), message.value().decode()))
-
-    for partition, value in messages:
-        producer.produce(topic, value=value.encode(), partition=partition, on_delivery=acknowledged)
-    assert producer.flush(30) == 0
-    return delivered
 
 
 def consume(

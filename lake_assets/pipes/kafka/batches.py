@@ -1,0 +1,214 @@
+"""A Kafka pipe's batches, exactly once.
+
+Batch N is planned without Spark from the topic's offsets: partition by partition, from where
+batch N-1 ended (a new partition from its earliest offset) to the latest offset, capped by
+BATCH_SIZE_PER_KAFKA_PARTITION. Its range is stored in the catalog before any run reads it and
+never changes: a failed run retries the same range. A run appends the range's rows in ONE Delta
+commit whose record carries the pipe, N and the range, fenced by Delta's idempotent writes
+(app id of the pipe, version N), so a second write of N is skipped by Delta itself; the commit,
+found again by its tag, settles the batch in the catalog, and a crash between the two is settled
+by the next run from the table's log. The consumer group's offsets are committed afterwards for
+lag tools only. Offsets are positions, not counts: transaction markers and compaction leave gaps."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.commits import Fence, Marker, committing, find
+from lake_assets.core.delta import row_changes
+from lake_assets.core.entries import KafkaBatch, now_utc
+from lake_assets.core.errors import LakeError
+from lake_assets.core.settings import LakeSettings
+from lake_assets.core.states import BatchState
+from lake_assets.pipes.entry import PipeEntry
+from lake_assets.pipes.grammar import KafkaCopy, kafka_copy_of
+from lake_assets.sql.statements import Dml
+from lake_assets.tables.dml import record_commit_state
+from lake_assets.tables.entry import TableEntry
+from resources.kafka import KafkaAdmin, Topic, isolation, resolved
+
+if TYPE_CHECKING:
+    from lake_assets.session import LakeSession
+
+
+class PipeStopped(LakeError):
+    """The topic is no longer what the pipe read (recreated, or messages lost to retention):
+    going on would skip or re-read messages silently, so the pipe stops with the reason."""
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    """What a run did with its pipe's batch: `recovered` when an earlier run had committed it."""
+
+    pipe: str
+    batch: KafkaBatch
+    recovered: bool = False
+
+    def summary(self) -> str:
+        b = self.batch
+        how = "found committed by an earlier run" if self.recovered else "committed"
+        return (
+            f"pipe {self.pipe}: batch {b.number} {how} at version {b.commit_version}: "
+            f"{b.rows} rows from offsets {b.start} to {b.end}"
+        )
+
+
+def kafka_copy(pipe: PipeEntry) -> KafkaCopy:
+    return kafka_copy_of(pipe.copy_statement)
+
+
+def admin_of(pipe: PipeEntry, settings: LakeSettings) -> KafkaAdmin:
+    source = kafka_copy(pipe).kafka
+    return KafkaAdmin(source.bootstrap, resolved(dict(source.options), settings.lake_home))
+
+
+def stop(catalog: Catalog, pipe: str, reason: str) -> None:
+    catalog.update(PipeEntry, pipe, lambda entry: replace(entry, invalid_reason=reason))
+
+
+def _checked_topic(admin: KafkaAdmin, pipe: PipeEntry) -> Topic:
+    topic = admin.topic(pipe.topic)
+    if topic.id != pipe.topic_id:
+        raise PipeStopped(
+            f"pipe {pipe.name}: topic {pipe.topic} was deleted and created again (its id is "
+            f"{topic.id}, the pipe's was {pipe.topic_id}); its offsets start over",
+            f"DROP PIPE {pipe.name} and CREATE it again to read the new topic from its start",
+        )
+    return topic
+
+
+def _start(
+    pipe: PipeEntry, topic: Topic, previous: KafkaBatch | None, earliest: dict[int, int]
+) -> dict[int, int]:
+    """Where batch N starts: where N-1 ended; a partition new since, from its earliest offset."""
+    ended = previous.end if previous is not None else {}
+    start = {p: ended.get(p, earliest[p]) for p in topic.partitions}
+    for partition, offset in start.items():
+        if offset < earliest[partition]:
+            raise PipeStopped(
+                f"pipe {pipe.name}: offsets {offset} to {earliest[partition] - 1} of {topic.name} "
+                f"partition {partition} were removed (retention) before the pipe loaded them",
+                f"DROP PIPE {pipe.name} and CREATE it again to go on from the earliest offsets "
+                "kept (the removed messages cannot be loaded), or lengthen the topic's retention",
+            )
+    gone = sorted(set(ended) - set(topic.partitions))
+    if gone:
+        raise PipeStopped(
+            f"pipe {pipe.name}: topic {topic.name} lost partition {gone[0]}",
+            f"DROP PIPE {pipe.name} and CREATE it again",
+        )
+    return start
+
+
+def plan(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry) -> KafkaBatch | None:
+    """The batch a run should load now: the planned one not committed yet, else a new one when
+    the topic has messages past the last batch, else None. No Spark. A topic that is no longer
+    what the pipe read stops the pipe with the reason."""
+    try:
+        return _plan(catalog, settings, pipe)
+    except PipeStopped as error:
+        stop(catalog, pipe.name, str(error))
+        raise
+
+
+def _plan(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry) -> KafkaBatch | None:
+    batches = catalog.batches(pipe.name, limit=1)
+    previous = batches[0] if batches else None
+    if previous is not None and previous.state == BatchState.PLANNED:
+        return previous
+    admin = admin_of(pipe, settings)
+    topic = _checked_topic(admin, pipe)
+    level = isolation(dict(kafka_copy(pipe).kafka.options))
+    start = _start(pipe, topic, previous, admin.offsets(topic, "earliest", level))
+    latest = admin.offsets(topic, "latest", level)
+    size = pipe.batch_size_per_partition
+    end = {p: latest[p] if size is None else min(latest[p], start[p] + size) for p in start}
+    if all(end[p] <= start[p] for p in start):
+        return None
+    return catalog.plan_batch(
+        KafkaBatch(
+            pipe=pipe.name,
+            number=previous.number + 1 if previous else 1,
+            start=start,
+            end={p: max(end[p], start[p]) for p in start},
+            table_version=catalog.relation(pipe.table).version,
+            planned_at=now_utc(),
+        )
+    )
+
+
+def batch_record(pipe: PipeEntry, batch: KafkaBatch) -> dict[str, Any]:
+    """The commit record: its tag names this pipe (as created) and the batch, never reused."""
+    return {
+        Marker.KAFKA.value: 1,
+        "tag": f"{pipe.name}@{pipe.created_at}#{batch.number}",
+        "pipe": pipe.name,
+        "batch": batch.number,
+        "start": {str(p): o for p, o in batch.start.items()},
+        "end": {str(p): o for p, o in batch.end.items()},
+    }
+
+
+def _fence(pipe: PipeEntry, batch: KafkaBatch) -> Fence:
+    """Delta skips a write of batch N once this app id has committed version N."""
+    return Fence(f"lake_kafka:{pipe.name}@{pipe.created_at}", batch.number - 1)
+
+
+def _write(session: LakeSession, pipe: PipeEntry, batch: KafkaBatch, record: dict) -> None:
+    """INSERT INTO the table the pipe's SELECT over exactly the batch's offsets."""
+    copy = kafka_copy(pipe)
+    source = replace(
+        copy.kafka,
+        start_offsets=json.dumps(record["start"]),
+        end_offsets=json.dumps(record["end"]),
+    )
+    insert = exp.insert(copy.query.expression, copy.table)
+    bound = session.bind(Dml("INSERT", copy.table, insert, {copy.placeholder: source}))
+    with committing(session.spark, record, _fence(pipe, batch)):
+        session.spark.sql(bound.sql).collect()
+
+
+def run_batch(session: LakeSession, name: str) -> BatchOutcome | None:
+    """Load the pipe's planned batch (planning one if none is): one commit, once."""
+    catalog, spark = session.catalog, session.spark
+    pipe = catalog.get(PipeEntry, name)
+    batch = plan(catalog, session.settings, pipe)
+    if batch is None:
+        return None
+    target = catalog.get(TableEntry, pipe.table)
+    record = batch_record(pipe, batch)
+    commit = find(spark, target.location, record, after=batch.table_version)
+    recovered = commit is not None
+    if commit is None:
+        _write(session, pipe, batch, record)
+        commit = find(spark, target.location, record, after=batch.table_version)
+    if commit is None:
+        raise LakeError(
+            f"pipe {name}: batch {batch.number}'s commit is not in table {pipe.table}",
+            "another writer may have committed it under the same fence; run the pipe again",
+        )
+    changes = row_changes(commit.operation, commit.operation_metrics)
+    record_commit_state(spark, catalog, target, commit.version, changes)
+    settled = catalog.settle_batch(
+        name,
+        batch.number,
+        state=BatchState.COMMITTED.value,
+        commit_version=commit.version,
+        rows=changes[0] if changes else None,
+    )
+    _report_lag(session.settings, pipe, settled)
+    return BatchOutcome(name, settled, recovered)
+
+
+def _report_lag(settings: LakeSettings, pipe: PipeEntry, batch: KafkaBatch) -> None:
+    """Commit the group's offsets for lag tools; the pipe's own record is the truth, so a
+    failure here loses nothing and is left to the next batch."""
+    try:
+        admin_of(pipe, settings).commit(pipe.group_id, pipe.topic, batch.end)
+    except LakeError:
+        return

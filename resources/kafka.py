@@ -1,0 +1,175 @@
+"""A Kafka topic seen through confluent-kafka's admin client: its id, its partitions and their
+offsets, and a consumer group's committed offsets. No Spark: sensors plan batches with it.
+
+Client settings come as READ_KAFKA's map gives them, in the Java client's names (what Spark's
+Kafka source takes); `librdkafka_settings` turns SASL's JAAS line into librdkafka's names."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import (
+    ConsumerGroupTopicPartitions,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    TopicCollection,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from lake_assets.core.errors import LakeError
+from resources.secrets import ENV, unseal
+
+# How long one admin request may take before the broker counts as unreachable.
+REQUEST_TIMEOUT_SECONDS = 10.0
+_JAAS_FIELD = re.compile(r'(username|password)\s*=\s*"((?:[^"\\]|\\.)*)"')
+# Settings only the Java client reads: librdkafka refuses unknown names.
+_JAVA_ONLY = ("sasl.jaas.config", "isolation.level")
+
+
+class Isolation(StrEnum):
+    """Which messages count: read_committed skips aborted transactions (the default)."""
+
+    READ_COMMITTED = "read_committed"
+    READ_UNCOMMITTED = "read_uncommitted"
+
+
+@dataclass(frozen=True)
+class Topic:
+    """A topic as it is now: `id` changes when it is deleted and created again."""
+
+    name: str
+    id: str
+    partitions: tuple[int, ...]
+
+
+def resolved(options: Mapping[str, str], lake_home: Path) -> dict[str, str]:
+    """The settings with each 'env:VAR' replaced by its value, for the client only."""
+    return {
+        key: (unseal(value, lake_home) or "") if value.startswith(ENV) else value
+        for key, value in options.items()
+    }
+
+
+def isolation(options: Mapping[str, str]) -> Isolation:
+    value = options.get("isolation.level", Isolation.READ_COMMITTED).lower()
+    if value not in Isolation._value2member_map_:
+        raise LakeError(
+            f"isolation.level '{value}' is not a Kafka isolation level",
+            "use 'read_committed' (the default) or 'read_uncommitted'",
+        )
+    return Isolation(value)
+
+
+def librdkafka_settings(bootstrap: str, options: Mapping[str, str]) -> dict[str, Any]:
+    """The Java client's settings in librdkafka's names (SASL user and password from JAAS)."""
+    settings: dict[str, Any] = {"bootstrap.servers": bootstrap}
+    settings.update({k: v for k, v in options.items() if k not in _JAVA_ONLY})
+    fields = dict(_JAAS_FIELD.findall(options.get("sasl.jaas.config", "")))
+    if "username" in fields:
+        settings["sasl.username"] = fields["username"]
+    if "password" in fields:
+        settings["sasl.password"] = fields["password"]
+    return settings
+
+
+def _result(future: Future, bootstrap: str) -> Any:
+    try:
+        return future.result(timeout=REQUEST_TIMEOUT_SECONDS + 5)
+    except KafkaException as error:
+        raise _lake_error(error.args[0], bootstrap) from None
+    except TimeoutError:
+        raise _unreachable(bootstrap) from None
+
+
+def _unreachable(bootstrap: str) -> LakeError:
+    return LakeError(
+        f"Kafka at {bootstrap} did not answer within {REQUEST_TIMEOUT_SECONDS:.0f} s",
+        "check that the broker runs and the bootstrap address and security settings are right",
+    )
+
+
+def _lake_error(error: KafkaError, bootstrap: str) -> LakeError:
+    if error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+        return LakeError(
+            f"Kafka at {bootstrap}: {error.str()}",
+            "check the topic's name, or create the topic first",
+        )
+    if error.code() in (KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN):
+        return _unreachable(bootstrap)
+    return LakeError(f"Kafka at {bootstrap}: {error.str()}", "check the broker and the settings")
+
+
+class KafkaAdmin:
+    """One admin client per use: a sensor tick or a run opens it, asks, and drops it."""
+
+    def __init__(self, bootstrap: str, options: Mapping[str, str]) -> None:
+        self.bootstrap = bootstrap
+        settings = librdkafka_settings(bootstrap, options)
+        settings["socket.timeout.ms"] = int(REQUEST_TIMEOUT_SECONDS * 1000)
+        try:
+            self._admin = AdminClient(settings)
+        except KafkaException as error:
+            raise LakeError(
+                f"Kafka client settings are not valid: {error.args[0].str()}",
+                "fix or remove the setting in READ_KAFKA's map(…)",
+            ) from None
+
+    def topic(self, name: str) -> Topic:
+        """The topic's id and partitions; a missing topic is an error that says so."""
+        futures = self._admin.describe_topics(
+            TopicCollection([name]), request_timeout=REQUEST_TIMEOUT_SECONDS
+        )
+        description = _result(futures[name], self.bootstrap)
+        partitions = tuple(sorted(p.id for p in description.partitions))
+        return Topic(name, str(description.topic_id), partitions)
+
+    def offsets(
+        self, topic: Topic, spec: str | int, level: Isolation = Isolation.READ_COMMITTED
+    ) -> dict[int, int]:
+        """Each partition's offset: 'earliest', 'latest' (read_committed: the last stable
+        offset), or the first at or after a time in epoch milliseconds (-1: none yet)."""
+        if spec == "earliest":
+            wanted = OffsetSpec.earliest()
+        elif spec == "latest":
+            wanted = OffsetSpec.latest()
+        else:
+            wanted = OffsetSpec.for_timestamp(int(spec))
+        futures = self._admin.list_offsets(
+            {TopicPartition(topic.name, p): wanted for p in topic.partitions},
+            isolation_level=(
+                IsolationLevel.READ_COMMITTED
+                if level is Isolation.READ_COMMITTED
+                else IsolationLevel.READ_UNCOMMITTED
+            ),
+            request_timeout=REQUEST_TIMEOUT_SECONDS,
+        )
+        return {tp.partition: _result(f, self.bootstrap).offset for tp, f in futures.items()}
+
+    def committed(self, group: str, topic: Topic) -> dict[int, int]:
+        """The group's committed offset per partition (-1 or absent: none)."""
+        request = ConsumerGroupTopicPartitions(
+            group, [TopicPartition(topic.name, p) for p in topic.partitions]
+        )
+        futures = self._admin.list_consumer_group_offsets(
+            [request], request_timeout=REQUEST_TIMEOUT_SECONDS
+        )
+        answer = _result(futures[group], self.bootstrap)
+        return {tp.partition: tp.offset for tp in answer.topic_partitions if tp.offset >= 0}
+
+    def commit(self, group: str, topic: str, offsets: Mapping[int, int]) -> None:
+        """Set the group's offsets, for lag tools: the pipe's own record is the truth."""
+        request = ConsumerGroupTopicPartitions(
+            group, [TopicPartition(topic, p, o) for p, o in offsets.items()]
+        )
+        futures = self._admin.alter_consumer_group_offsets(
+            [request], request_timeout=REQUEST_TIMEOUT_SECONDS
+        )
+        _result(futures[group], self.bootstrap)
