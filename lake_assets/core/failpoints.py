@@ -15,6 +15,9 @@ REFRESH_BEFORE_COMMIT = "refresh-before-commit"
 REFRESH_AFTER_COMMIT = "refresh-after-commit"
 CONSUME_BEFORE_COMMIT = "consume-before-commit"
 CONSUME_AFTER_COMMIT = "consume-after-commit"
+KAFKA_PLANNED = "kafka-after-plan"
+KAFKA_BEFORE_COMMIT = "kafka-before-commit"
+KAFKA_AFTER_COMMIT = "kafka-after-commit"
 
 
 def reached(name: str) -> None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
+from lake_assets.core import failpoints
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.commits import Fence, Marker, committing, find
 from lake_assets.core.delta import row_changes
@@ -169,8 +170,10 @@ def _write(session: LakeSession, pipe: PipeEntry, batch: KafkaBatch, record: dic
     )
     insert = exp.insert(copy.query.expression, copy.table)
     bound = session.bind(Dml("INSERT", copy.table, insert, {copy.placeholder: source}))
+    failpoints.reached(failpoints.KAFKA_BEFORE_COMMIT)
     with committing(session.spark, record, _fence(pipe, batch)):
         session.spark.sql(bound.sql).collect()
+    failpoints.reached(failpoints.KAFKA_AFTER_COMMIT)
 
 
 def run_batch(session: LakeSession, name: str) -> BatchOutcome | None:
@@ -180,6 +183,7 @@ def run_batch(session: LakeSession, name: str) -> BatchOutcome | None:
     batch = plan(catalog, session.settings, pipe)
     if batch is None:
         return None
+    failpoints.reached(failpoints.KAFKA_PLANNED)
     target = catalog.get(TableEntry, pipe.table)
     record = batch_record(pipe, batch)
     commit = find(spark, target.location, record, after=batch.table_version)
