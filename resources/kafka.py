@@ -7,7 +7,8 @@ Kafka source takes); `librdkafka_settings` turns SASL's JAAS line into librdkafk
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from enum import StrEnum
@@ -80,13 +81,24 @@ def librdkafka_settings(bootstrap: str, options: Mapping[str, str]) -> dict[str,
     return settings
 
 
-def _result(future: Future, bootstrap: str) -> Any:
-    try:
-        return future.result(timeout=REQUEST_TIMEOUT_SECONDS + 5)
-    except KafkaException as error:
-        raise _lake_error(error.args[0], bootstrap) from None
-    except TimeoutError:
-        raise _unreachable(bootstrap) from None
+def _answer(future: Future) -> Any:
+    return future.result(timeout=REQUEST_TIMEOUT_SECONDS + 5)
+
+
+def _result(ask: Callable[[], Any], bootstrap: str) -> Any:
+    """The answer to a request, asked again while the broker says to retry (a group coordinator
+    still loading, a leader moving) within REQUEST_TIMEOUT_SECONDS."""
+    deadline = time.monotonic() + REQUEST_TIMEOUT_SECONDS
+    while True:
+        try:
+            return ask()
+        except KafkaException as error:
+            kafka_error: KafkaError = error.args[0]
+            if not kafka_error.retriable() or time.monotonic() > deadline:
+                raise _lake_error(kafka_error, bootstrap) from None
+            time.sleep(0.2)
+        except TimeoutError:
+            raise _unreachable(bootstrap) from None
 
 
 def _unreachable(bootstrap: str) -> LakeError:
@@ -124,10 +136,14 @@ class KafkaAdmin:
 
     def topic(self, name: str) -> Topic:
         """The topic's id and partitions; a missing topic is an error that says so."""
-        futures = self._admin.describe_topics(
-            TopicCollection([name]), request_timeout=REQUEST_TIMEOUT_SECONDS
+        description = _result(
+            lambda: _answer(
+                self._admin.describe_topics(
+                    TopicCollection([name]), request_timeout=REQUEST_TIMEOUT_SECONDS
+                )[name]
+            ),
+            self.bootstrap,
         )
-        description = _result(futures[name], self.bootstrap)
         partitions = tuple(sorted(p.id for p in description.partitions))
         return Topic(name, str(description.topic_id), partitions)
 
@@ -142,26 +158,36 @@ class KafkaAdmin:
             wanted = OffsetSpec.latest()
         else:
             wanted = OffsetSpec.for_timestamp(int(spec))
-        futures = self._admin.list_offsets(
-            {TopicPartition(topic.name, p): wanted for p in topic.partitions},
-            isolation_level=(
-                IsolationLevel.READ_COMMITTED
-                if level is Isolation.READ_COMMITTED
-                else IsolationLevel.READ_UNCOMMITTED
-            ),
-            request_timeout=REQUEST_TIMEOUT_SECONDS,
+        partitions = [TopicPartition(topic.name, p) for p in topic.partitions]
+        level_of = (
+            IsolationLevel.READ_COMMITTED
+            if level is Isolation.READ_COMMITTED
+            else IsolationLevel.READ_UNCOMMITTED
         )
-        return {tp.partition: _result(f, self.bootstrap).offset for tp, f in futures.items()}
+
+        def ask() -> dict[int, int]:
+            futures = self._admin.list_offsets(
+                dict.fromkeys(partitions, wanted),
+                isolation_level=level_of,
+                request_timeout=REQUEST_TIMEOUT_SECONDS,
+            )
+            return {tp.partition: _answer(future).offset for tp, future in futures.items()}
+
+        return _result(ask, self.bootstrap)
 
     def committed(self, group: str, topic: Topic) -> dict[int, int]:
         """The group's committed offset per partition (-1 or absent: none)."""
         request = ConsumerGroupTopicPartitions(
             group, [TopicPartition(topic.name, p) for p in topic.partitions]
         )
-        futures = self._admin.list_consumer_group_offsets(
-            [request], request_timeout=REQUEST_TIMEOUT_SECONDS
+        answer = _result(
+            lambda: _answer(
+                self._admin.list_consumer_group_offsets(
+                    [request], request_timeout=REQUEST_TIMEOUT_SECONDS
+                )[group]
+            ),
+            self.bootstrap,
         )
-        answer = _result(futures[group], self.bootstrap)
         return {tp.partition: tp.offset for tp in answer.topic_partitions if tp.offset >= 0}
 
     def commit(self, group: str, topic: str, offsets: Mapping[int, int]) -> None:
@@ -169,7 +195,11 @@ class KafkaAdmin:
         request = ConsumerGroupTopicPartitions(
             group, [TopicPartition(topic, p, o) for p, o in offsets.items()]
         )
-        futures = self._admin.alter_consumer_group_offsets(
-            [request], request_timeout=REQUEST_TIMEOUT_SECONDS
+        _result(
+            lambda: _answer(
+                self._admin.alter_consumer_group_offsets(
+                    [request], request_timeout=REQUEST_TIMEOUT_SECONDS
+                )[group]
+            ),
+            self.bootstrap,
         )
-        _result(futures[group], self.bootstrap)

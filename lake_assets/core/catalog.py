@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection, Engine
 from lake_assets.core.entries import (
     RELATION,
     TASK,
+    BadMessage,
     CatalogObject,
     KafkaBatch,
     LoadRecord,
@@ -118,6 +119,18 @@ _kafka_batches = sa.Table(
     sa.Column("bad", sa.BigInteger),
     sa.Column("attempts", sa.Integer, nullable=False),
     sa.Column("error", sa.Text),
+)
+_kafka_errors = sa.Table(
+    "kafka_errors",
+    _schema,
+    sa.Column("pipe", sa.Text, primary_key=True),
+    sa.Column("partition", sa.Integer, primary_key=True),
+    sa.Column("offset", sa.BigInteger, primary_key=True),
+    sa.Column("batch", sa.BigInteger, nullable=False),
+    sa.Column("timestamp", sa.Text),
+    sa.Column("key", sa.LargeBinary),
+    sa.Column("value", sa.LargeBinary),
+    sa.Column("error", sa.Text, nullable=False),
 )
 _table_state = sa.Table(
     "table_state",
@@ -511,8 +524,37 @@ class Catalog:
             return _batch(conn.execute(self._batch_query(pipe, number)).one())
 
     def forget_batches(self, pipe: str) -> None:
+        """A dropped pipe's batches and bad messages."""
         with self._writing() as conn:
             conn.execute(sa.delete(_kafka_batches).where(_kafka_batches.c.pipe == pipe))
+            conn.execute(sa.delete(_kafka_errors).where(_kafka_errors.c.pipe == pipe))
+
+    def record_bad_messages(self, pipe: str, batch: int, messages: list[BadMessage]) -> None:
+        """Index a committed batch's bad messages (each once: its commit record holds them)."""
+        if not messages:
+            return
+        values = [{"pipe": pipe, "batch": batch, **asdict(m)} for m in messages]
+        with self._writing() as conn:
+            conn.execute(self._insert()(_kafka_errors).values(values).on_conflict_do_nothing())
+
+    def bad_messages(self, pipe: str) -> list[tuple[int, BadMessage]]:
+        """A pipe's bad messages with their batch, by partition and offset."""
+        query = (
+            sa.select(_kafka_errors)
+            .where(_kafka_errors.c.pipe == pipe)
+            .order_by(_kafka_errors.c.partition, _kafka_errors.c.offset)
+        )
+        with self._reading() as conn:
+            rows = conn.execute(query).all()
+        return [
+            (
+                row.batch,
+                BadMessage(
+                    **{k: v for k, v in row._asdict().items() if k not in ("pipe", "batch")}
+                ),
+            )
+            for row in rows
+        ]
 
     @staticmethod
     def _batch_query(pipe: str, number: int) -> sa.Select:

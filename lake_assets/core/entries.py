@@ -169,6 +169,19 @@ class KafkaBatch:
 
 
 @dataclass(frozen=True)
+class BadMessage:
+    """A Kafka message the pipe's SELECT failed on, kept aside with its error (its value cut at
+    the pipe's limit, so that a commit record stays small)."""
+
+    partition: int
+    offset: int
+    timestamp: str | None
+    key: bytes | None
+    value: bytes | None
+    error: str
+
+
+@dataclass(frozen=True)
 class TaskRunRecord:
     """One run of a task: how it ended, who started it, and what it consumed and wrote.
     `streams` maps each stream its statement reads to [offset before, offset after]."""

@@ -93,6 +93,8 @@ def copy_into_table(session: LakeSession, copy: CopyIntoTable) -> Result:
 def alter_pipe(session: LakeSession, stmt: AlterPipe) -> Result:
     pipe = session.catalog.get(PipeEntry, stmt.name)
     if stmt.refresh and pipe.pipe_kind is PipeKind.KAFKA:
+        # A stopped pipe is tried again: the reason comes back if its cause is still there.
+        session.catalog.update(PipeEntry, pipe.name, lambda now: replace(now, invalid_reason=None))
         done = run_batch(session, pipe.name)
         return Result.status(done.summary() if done else f"pipe {pipe.name}: no new messages")
     if stmt.refresh:

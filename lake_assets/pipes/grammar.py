@@ -9,7 +9,11 @@ from sqlglot.tokens import TokenType
 
 from lake_assets.core.errors import LakeError
 from lake_assets.core.states import IngestMode
-from lake_assets.pipes.kafka.grammar import KafkaSource, read_kafka_relation
+from lake_assets.pipes.kafka.grammar import (
+    KafkaSource,
+    kafka_errors_relation,
+    read_kafka_relation,
+)
 from lake_assets.sql.grammar import Grammar, ObjectWords, SourceParser, StatementParser, finished
 from lake_assets.sql.relations import opens_call
 from lake_assets.sql.statements import Query, Source, Statement
@@ -331,4 +335,5 @@ STATEMENTS: dict[tuple[str, ...], StatementParser] = {
 SOURCES: dict[str, SourceParser] = {
     "LOAD_HISTORY": _load_history_relation,
     "TABLE": read_kafka_relation,
+    "KAFKA_ERRORS": kafka_errors_relation,
 }

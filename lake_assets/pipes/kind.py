@@ -12,8 +12,8 @@ from lake_assets.pipes.grammar import (
     LoadHistorySource,
 )
 from lake_assets.pipes.history import read_load_history
-from lake_assets.pipes.kafka.grammar import KafkaSource
-from lake_assets.pipes.kafka.reading import read_kafka
+from lake_assets.pipes.kafka.grammar import KafkaErrorsSource, KafkaSource
+from lake_assets.pipes.kafka.reading import read_kafka, read_kafka_errors
 
 KIND = Kind(
     name="pipe",
@@ -24,7 +24,11 @@ KIND = Kind(
         AlterPipe: engine.alter_pipe,
     },
     sources=SOURCES,
-    readers={LoadHistorySource: read_load_history, KafkaSource: read_kafka},
+    readers={
+        LoadHistorySource: read_load_history,
+        KafkaSource: read_kafka,
+        KafkaErrorsSource: read_kafka_errors,
+    },
     words=WORDS,
     show=engine.show_pipes,
     describe=engine.describe_pipe,

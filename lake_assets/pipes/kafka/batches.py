@@ -16,19 +16,31 @@ import json
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from sqlglot import exp
 
 from lake_assets.core import failpoints
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.commits import Fence, Marker, committing, find
+from lake_assets.core.commits import Fence, Marker, committing, decode, find
 from lake_assets.core.delta import row_changes
-from lake_assets.core.entries import KafkaBatch, now_utc
+from lake_assets.core.entries import BadMessage, KafkaBatch, now_utc
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
 from lake_assets.core.states import BatchState
 from lake_assets.pipes.entry import PipeEntry
 from lake_assets.pipes.grammar import KafkaCopy, kafka_copy_of
-from lake_assets.sql.statements import Dml
+from lake_assets.pipes.kafka.bad_messages import (
+    TooManyBadMessages,
+    decoded,
+    encoded,
+    find_bad,
+    good_messages,
+)
+from lake_assets.pipes.kafka.grammar import KafkaSource
+from lake_assets.pipes.kafka.reading import bounded_ranges, read_ranges
+from lake_assets.sql.statements import Dml, Query
 from lake_assets.tables.dml import record_commit_state
 from lake_assets.tables.entry import TableEntry
 from resources.kafka import KafkaAdmin, Topic, isolation, resolved
@@ -84,10 +96,10 @@ def _checked_topic(admin: KafkaAdmin, pipe: PipeEntry) -> Topic:
 
 
 def _start(
-    pipe: PipeEntry, topic: Topic, previous: KafkaBatch | None, earliest: dict[int, int]
+    pipe: PipeEntry, topic: Topic, ended: dict[int, int], earliest: dict[int, int]
 ) -> dict[int, int]:
-    """Where batch N starts: where N-1 ended; a partition new since, from its earliest offset."""
-    ended = previous.end if previous is not None else {}
+    """Where batch N starts: where N-1 ended (batch 1: where the group's committed offsets say,
+    as a pipe created again goes on); a partition new since, from its earliest offset."""
     start = {p: ended.get(p, earliest[p]) for p in topic.partitions}
     for partition, offset in start.items():
         if offset < earliest[partition]:
@@ -125,7 +137,8 @@ def _plan(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry) -> KafkaBat
     admin = admin_of(pipe, settings)
     topic = _checked_topic(admin, pipe)
     level = isolation(dict(kafka_copy(pipe).kafka.options))
-    start = _start(pipe, topic, previous, admin.offsets(topic, "earliest", level))
+    ended = previous.end if previous is not None else admin.committed(pipe.group_id, topic)
+    start = _start(pipe, topic, ended, admin.offsets(topic, "earliest", level))
     latest = admin.offsets(topic, "latest", level)
     size = pipe.batch_size_per_partition
     end = {p: latest[p] if size is None else min(latest[p], start[p] + size) for p in start}
@@ -161,7 +174,8 @@ def _fence(pipe: PipeEntry, batch: KafkaBatch) -> Fence:
 
 
 def _write(session: LakeSession, pipe: PipeEntry, batch: KafkaBatch, record: dict) -> None:
-    """INSERT INTO the table the pipe's SELECT over exactly the batch's offsets."""
+    """INSERT INTO the table the pipe's SELECT over exactly the batch's offsets; when the SELECT
+    fails on some messages, the others once those are set aside (see bad_messages)."""
     copy = kafka_copy(pipe)
     source = replace(
         copy.kafka,
@@ -170,10 +184,54 @@ def _write(session: LakeSession, pipe: PipeEntry, batch: KafkaBatch, record: dic
     )
     insert = exp.insert(copy.query.expression, copy.table)
     bound = session.bind(Dml("INSERT", copy.table, insert, {copy.placeholder: source}))
+    spark = session.spark
     failpoints.reached(failpoints.KAFKA_BEFORE_COMMIT)
-    with committing(session.spark, record, _fence(pipe, batch)):
-        session.spark.sql(bound.sql).collect()
+    try:
+        with committing(spark, record, _fence(pipe, batch)):
+            spark.sql(bound.sql).collect()
+    except (LakeError, AnalysisException):
+        raise
+    except Exception as error:  # perhaps some messages: find them, or fail as it did
+        raw = _raw(session, source)
+        ranges = {p: (batch.start[p], batch.end[p]) for p in batch.start}
+        bad = _bad_messages(session, copy, raw, ranges, source.max_errors)
+        if not bad:
+            raise error  # not a message's failure: the run fails as it did
+        good_messages(raw, bad).createOrReplaceTempView(copy.placeholder)
+        with committing(spark, {**record, "bad": encoded(bad)}, _fence(pipe, batch)):
+            spark.sql(bound.sql).collect()
     failpoints.reached(failpoints.KAFKA_AFTER_COMMIT)
+
+
+def _raw(session: LakeSession, source: KafkaSource) -> DataFrame:
+    """The batch's messages read once into Spark's memory, for the search and the write."""
+    options = resolved(dict(source.options), session.settings.lake_home)
+    ranges = bounded_ranges(KafkaAdmin(source.bootstrap, options), source)
+    return read_ranges(session.spark, source, ranges, options).localCheckpoint(eager=True)
+
+
+def _bad_messages(
+    session: LakeSession,
+    copy: KafkaCopy,
+    raw: DataFrame,
+    ranges: dict[int, tuple[int, int]],
+    limit: int,
+) -> list[BadMessage]:
+    """The messages the SELECT fails on, cast to the table's columns as INSERT casts them."""
+    spark = session.spark
+    select = session.bind(Query(copy.query.expression)).sql
+    columns = session.catalog.get(TableEntry, copy.table).columns
+
+    def evaluate(part: DataFrame) -> None:
+        part.createOrReplaceTempView(copy.placeholder)
+        frame = spark.sql(select)
+        casts = [
+            F.col(f"`{name}`").cast(column.type)
+            for name, column in zip(frame.columns, columns, strict=False)
+        ]
+        frame.select(*casts).write.format("noop").mode("overwrite").save()
+
+    return find_bad(raw, ranges, evaluate, limit)
 
 
 def run_batch(session: LakeSession, name: str) -> BatchOutcome | None:
@@ -189,13 +247,25 @@ def run_batch(session: LakeSession, name: str) -> BatchOutcome | None:
     commit = find(spark, target.location, record, after=batch.table_version)
     recovered = commit is not None
     if commit is None:
-        _write(session, pipe, batch, record)
+        try:
+            _write(session, pipe, batch, record)
+        except TooManyBadMessages as error:
+            reason = f"pipe {name}: batch {batch.number}: {error.what}"
+            stop(catalog, name, reason)
+            raise LakeError(
+                reason,
+                f"nothing of the batch was committed; DROP PIPE {name} and CREATE it again with "
+                "a larger max_errors (READ_KAFKA's eleventh argument) or a SELECT that accepts "
+                "these messages: it goes on from the group's committed offsets",
+            ) from None
         commit = find(spark, target.location, record, after=batch.table_version)
     if commit is None:
         raise LakeError(
             f"pipe {name}: batch {batch.number}'s commit is not in table {pipe.table}",
             "another writer may have committed it under the same fence; run the pipe again",
         )
+    bad = decoded((decode(commit.user_metadata, Marker.KAFKA) or {}).get("bad", []))
+    catalog.record_bad_messages(name, batch.number, bad)
     changes = row_changes(commit.operation, commit.operation_metrics)
     record_commit_state(spark, catalog, target, commit.version, changes)
     settled = catalog.settle_batch(
@@ -204,6 +274,7 @@ def run_batch(session: LakeSession, name: str) -> BatchOutcome | None:
         state=BatchState.COMMITTED.value,
         commit_version=commit.version,
         rows=changes[0] if changes else None,
+        bad=len(bad),
     )
     _report_lag(session.settings, pipe, settled)
     return BatchOutcome(name, settled, recovered)

@@ -9,6 +9,7 @@ from enum import StrEnum
 from sqlglot.tokens import TokenType
 
 from lake_assets.core.errors import LakeError
+from lake_assets.sql.relations import opens_call
 from lake_assets.sql.statements import Source
 from lake_assets.sql.tokens import TokenCursor
 from resources.secrets import ENV
@@ -153,5 +154,22 @@ def read_kafka_relation(cursor: TokenCursor, previous: str) -> Source | None:
     cursor.expect_symbol(TokenType.L_PAREN, "(")
     source = _arguments(cursor)
     cursor.expect_symbol(TokenType.R_PAREN, ")")
+    cursor.expect_symbol(TokenType.R_PAREN, ")")
+    return source
+
+
+@dataclass(frozen=True)
+class KafkaErrorsSource(Source):
+    """`kafka_errors('p')`: the messages pipe p set aside, with their errors."""
+
+    pipe: str
+
+
+def kafka_errors_relation(cursor: TokenCursor, previous: str) -> Source | None:
+    if not opens_call(cursor):
+        return None
+    cursor.position += 2
+    cursor.usage = "kafka_errors('pipe')"
+    source = KafkaErrorsSource(cursor.string("a quoted pipe name").lower())
     cursor.expect_symbol(TokenType.R_PAREN, ")")
     return source

@@ -13,7 +13,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lake_assets.core.errors import LakeError
-from lake_assets.pipes.kafka.grammar import KafkaFormat, KafkaSource
+from lake_assets.pipes.entry import PipeEntry
+from lake_assets.pipes.kafka.grammar import KafkaErrorsSource, KafkaFormat, KafkaSource
 from resources.kafka import KafkaAdmin, Topic, isolation, resolved
 
 if TYPE_CHECKING:
@@ -149,3 +150,29 @@ def read_kafka(session: LakeSession, source: KafkaSource) -> DataFrame:
     options = resolved(dict(source.options), session.settings.lake_home)
     ranges = bounded_ranges(KafkaAdmin(source.bootstrap, options), source)
     return read_ranges(session.spark, source, ranges, options)
+
+
+ERRORS_SCHEMA = (
+    "partition INT, offset BIGINT, timestamp TIMESTAMP, key BINARY, value BINARY, error STRING, "
+    "batch BIGINT"
+)
+
+
+def read_kafka_errors(session: LakeSession, source: KafkaErrorsSource) -> DataFrame:
+    """kafka_errors('p'): the pipe's bad messages, from the catalog's index of its commits."""
+    session.catalog.get(PipeEntry, source.pipe)
+    return session.spark.createDataFrame(
+        [
+            (
+                m.partition,
+                m.offset,
+                None if m.timestamp is None else datetime.fromisoformat(m.timestamp),
+                m.key,
+                m.value,
+                m.error,
+                batch,
+            )
+            for batch, m in session.catalog.bad_messages(source.pipe)
+        ],
+        ERRORS_SCHEMA,
+    )

@@ -157,3 +157,57 @@ def _recreate(bootstrap: str, topic: str) -> str:
         except KafkaException:  # still being deleted
             time.sleep(0.5)
     raise AssertionError(f"topic {topic} could not be created again")
+
+
+def counting_pipe(bootstrap: str, topic: str, max_errors: int) -> str:
+    """A pipe whose SELECT casts each message's text to INT: 'x' is a bad message."""
+    return (
+        "CREATE PIPE counts AS COPY INTO numbers FROM (SELECT partition, offset, "
+        "CAST(CAST(value AS STRING) AS INT) AS n FROM TABLE(READ_KAFKA("
+        f"'{bootstrap}', '{topic}', '', 'counts_group', '', '', '', '', 'raw', 'raw', "
+        f"{max_errors}, map())))"
+    )
+
+
+def test_bad_messages_up_to_max_errors_are_set_aside_and_the_rest_loads_once(
+    lake: LakeSession, kafka_broker: Broker, producer: Producer
+) -> None:
+    topic = new_topic(kafka_broker.bootstrap)
+    lake.sql("CREATE TABLE numbers (partition INT, offset BIGINT, n INT)")
+    lake.sql(counting_pipe(kafka_broker.bootstrap, topic, 2))
+    send(producer, topic, ["1", "2", "x", "4", "y", "6"])
+    (result,) = lake.sql("ALTER PIPE counts REFRESH")
+    assert "batch 1 committed" in result.message
+    assert rows(lake, "SELECT n FROM numbers ORDER BY n") == [(1,), (2,), (4,), (6,)]
+    errors = rows(
+        lake,
+        "SELECT partition, offset, CAST(value AS STRING), batch FROM kafka_errors('counts') "
+        "ORDER BY partition, offset",
+    )
+    assert errors == [(0, 1, "x", 1), (0, 2, "y", 1)]
+    (message,) = rows(lake, "SELECT error FROM kafka_errors('counts') LIMIT 1")
+    assert "CAST_INVALID_INPUT" in message[0]
+    assert lake.catalog.batches("counts")[0].bad == 2
+
+
+def test_more_bad_messages_than_max_errors_fail_the_batch_and_stop_the_pipe(
+    lake: LakeSession, kafka_broker: Broker, producer: Producer
+) -> None:
+    topic = new_topic(kafka_broker.bootstrap)
+    lake.sql("CREATE TABLE numbers (partition INT, offset BIGINT, n INT)")
+    lake.sql(counting_pipe(kafka_broker.bootstrap, topic, 1))
+    send(producer, topic, ["1", "x", "3", "y"])
+    with pytest.raises(LakeError, match="more than 1 bad messages in the batch") as raised:
+        lake.sql("ALTER PIPE counts REFRESH")
+    assert "DROP PIPE counts" in raised.value.fix
+    assert rows(lake, "SELECT COUNT(*) FROM numbers") == [(0,)]
+    (batch,) = lake.catalog.batches("counts")
+    assert batch.state == BatchState.PLANNED
+    reason = lake.catalog.get(PipeEntry, "counts").invalid_reason
+    assert reason is not None
+    assert "partition 1 offset 0" in reason
+    # Created again with a larger allowance, it goes on from the group: here, from the start.
+    lake.sql("DROP PIPE counts")
+    lake.sql(counting_pipe(kafka_broker.bootstrap, topic, 2))
+    lake.sql("ALTER PIPE counts REFRESH")
+    assert rows(lake, "SELECT n FROM numbers ORDER BY n") == [(1,), (3,)]
