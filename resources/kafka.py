@@ -31,6 +31,14 @@ from resources.secrets import ENV, unseal
 # How long one admin request may take before the broker counts as unreachable.
 REQUEST_TIMEOUT_SECONDS = 10.0
 _JAAS_FIELD = re.compile(r'(username|password)\s*=\s*"((?:[^"\\]|\\.)*)"')
+_PASSING = {
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.REQUEST_TIMED_OUT,
+}
 # Settings only the Java client reads: librdkafka refuses unknown names.
 _JAVA_ONLY = ("sasl.jaas.config", "isolation.level")
 
@@ -81,6 +89,14 @@ def librdkafka_settings(bootstrap: str, options: Mapping[str, str]) -> dict[str,
     return settings
 
 
+def _passing(error: KafkaError) -> bool:
+    """Whether the broker is only not ready yet: a coordinator or leader still being chosen
+    or loaded (librdkafka reports some of these inside another error, hence the text)."""
+    return (
+        error.retriable() or error.code() in _PASSING or "load in progress" in error.str().lower()
+    )
+
+
 def _answer(future: Future) -> Any:
     return future.result(timeout=REQUEST_TIMEOUT_SECONDS + 5)
 
@@ -94,7 +110,7 @@ def _result(ask: Callable[[], Any], bootstrap: str) -> Any:
             return ask()
         except KafkaException as error:
             kafka_error: KafkaError = error.args[0]
-            if not kafka_error.retriable() or time.monotonic() > deadline:
+            if not _passing(kafka_error) or time.monotonic() > deadline:
                 raise _lake_error(kafka_error, bootstrap) from None
             time.sleep(0.2)
         except TimeoutError:

@@ -47,6 +47,7 @@ from resources.catalog import CatalogResource
 from resources.spark import DeltaSparkResource
 
 FILES_CHECK = "files_load"
+MESSAGES_CHECK = "messages_load"
 OBJECT_TAG = "lake/object"
 
 
@@ -130,29 +131,28 @@ def load_op(table: TableEntry, pipes: list[PipeEntry]) -> OpDefinition:
     return load
 
 
-def report_op(table: TableEntry, check: AssetCheckSpec) -> OpDefinition:
-    """Materializes the table with what the loads did, and checks that no file failed."""
-
-    @op(name="report", out={table.name: Out(), check.get_python_identifier(): Out()})
-    def report(loads: Loads, catalog: CatalogResource) -> Iterator[Any]:
-        outcomes = loads.files
-        failed = [r for o in outcomes for r in o.records if r.status == LoadStatus.LOAD_FAILED]
-        current = catalog.catalog.get(TableEntry, table.name)
-        yield MaterializeResult(
-            asset_key=table.name,
-            metadata={
-                "rows_loaded": sum(o.rows for o in outcomes)
-                + sum(b.batch.rows or 0 for b in loads.batches),
-                "files_loaded": sum(o.count(LoadStatus.LOADED) for o in outcomes),
-                "files_failed": len(failed),
-                "files_purged": sum(len(o.purged) for o in outcomes),
-                "dagster/row_count": MetadataValue.int(current.row_count or 0),
-                "lake/version": MetadataValue.int(current.version or 0),
-                **batch_metadata(loads.batches),
-            },
+def _checks(table: TableEntry, pipes: list[PipeEntry]) -> list[AssetCheckSpec]:
+    """No file failed to load (volume pipes); no message was set aside as bad (Kafka pipes)."""
+    kinds = {pipe.pipe_kind for pipe in pipes}
+    checks = []
+    if PipeKind.VOLUME in kinds:
+        checks.append(
+            AssetCheckSpec(FILES_CHECK, asset=table.name, description="no file failed to load")
         )
+    if PipeKind.KAFKA in kinds:
+        checks.append(
+            AssetCheckSpec(
+                MESSAGES_CHECK, asset=table.name, description="no Kafka message was set aside"
+            )
+        )
+    return checks
+
+
+def _check_results(table: str, loads: Loads, names: set[str]) -> Iterator[AssetCheckResult]:
+    failed = [r for o in loads.files for r in o.records if r.status == LoadStatus.LOAD_FAILED]
+    if FILES_CHECK in names:
         yield AssetCheckResult(
-            asset_key=table.name,
+            asset_key=table,
             check_name=FILES_CHECK,
             passed=not failed,
             metadata={
@@ -162,16 +162,55 @@ def report_op(table: TableEntry, check: AssetCheckSpec) -> OpDefinition:
                 )
             },
         )
+    if MESSAGES_CHECK in names:
+        bad = sum(b.batch.bad or 0 for b in loads.batches)
+        yield AssetCheckResult(
+            asset_key=table,
+            check_name=MESSAGES_CHECK,
+            passed=not bad,
+            metadata={
+                "bad_messages": bad,
+                "see": MetadataValue.md(
+                    "\n".join(f"- `SELECT * FROM kafka_errors('{b.pipe}')`" for b in loads.batches)
+                    or "none"
+                ),
+            },
+        )
+
+
+def report_op(table: TableEntry, checks: list[AssetCheckSpec]) -> OpDefinition:
+    """Materializes the table with what the loads did, and runs its checks."""
+    outs = {table.name: Out(), **{check.get_python_identifier(): Out() for check in checks}}
+
+    @op(name="report", out=outs)
+    def report(loads: Loads, catalog: CatalogResource) -> Iterator[Any]:
+        outcomes = loads.files
+        current = catalog.catalog.get(TableEntry, table.name)
+        yield MaterializeResult(
+            asset_key=table.name,
+            metadata={
+                "rows_loaded": sum(o.rows for o in outcomes)
+                + sum(b.batch.rows or 0 for b in loads.batches),
+                "files_loaded": sum(o.count(LoadStatus.LOADED) for o in outcomes),
+                "files_failed": sum(o.count(LoadStatus.LOAD_FAILED) for o in outcomes),
+                "files_purged": sum(len(o.purged) for o in outcomes),
+                "dagster/row_count": MetadataValue.int(current.row_count or 0),
+                "lake/version": MetadataValue.int(current.version or 0),
+                **batch_metadata(loads.batches),
+            },
+        )
+        yield from _check_results(table.name, loads, {check.name for check in checks})
 
     return report
 
 
 def ingestion_asset(table: TableEntry, pipes: list[PipeEntry]) -> AssetsDefinition:
-    """The table, materialized by loading its running pipes' pending files. Two steps: Dagster
-    reads the volumes' data versions when the materializing step starts, so that step comes after
-    the load has observed them."""
-    check = AssetCheckSpec(FILES_CHECK, asset=table.name, description="no file failed to load")
-    load, report = load_op(table, pipes), report_op(table, check)
+    """The table, materialized by loading its running pipes' pending files and batches. Two
+    steps: Dagster reads the volumes' data versions when the materializing step starts, so that
+    step comes after the load has observed them."""
+    checks = _checks(table, pipes)
+    load, report = load_op(table, pipes), report_op(table, checks)
+    names = [table.name, *(check.get_python_identifier() for check in checks)]
 
     @graph_multi_asset(
         name=f"ingest_{table.name}",
@@ -188,12 +227,11 @@ def ingestion_asset(table: TableEntry, pipes: list[PipeEntry]) -> AssetsDefiniti
             _volume_input(pipe.volume): AssetIn(key=volume_key(pipe.volume), dagster_type=Nothing)
             for pipe in _volume_pipes(pipes)
         },
-        check_specs=[check],
+        check_specs=checks,
         config=_load_config,
     )
     def ingest_table(**volumes: Any) -> dict[str, Any]:
-        materialized, checked = report(load(**volumes))
-        return {table.name: materialized, check.get_python_identifier(): checked}
+        return dict(zip(names, report(load(**volumes)), strict=True))
 
     return ingest_table
 
@@ -214,12 +252,17 @@ def _sensor_of(pipe: PipeEntry) -> Any:
 
 
 def batch_metadata(batches: list[BatchOutcome]) -> dict[str, Any]:
-    """A Kafka batch's figures, plotted run after run: its rows and where it ended."""
+    """Kafka batches' figures, plotted run after run: offsets read, rows, bad messages, lag."""
     if not batches:
         return {}
+    lags = [b.lag for b in batches if b.lag is not None]
     return {
-        "kafka_batches": len(batches),
+        "kafka_offsets_read": sum(
+            b.batch.end[p] - b.batch.start[p] for b in batches for p in b.batch.start
+        ),
         "kafka_rows": sum(b.batch.rows or 0 for b in batches),
+        "kafka_bad_messages": sum(b.batch.bad or 0 for b in batches),
+        "kafka_lag": sum(sum(lag.values()) for lag in lags) if lags else None,
         "lake/kafka_offsets": MetadataValue.json(
             {b.pipe: {str(p): o for p, o in b.batch.end.items()} for b in batches}
         ),

@@ -61,6 +61,7 @@ class BatchOutcome:
     pipe: str
     batch: KafkaBatch
     recovered: bool = False
+    lag: dict[int, int] | None = None  # messages left in the topic after it (None: unknown)
 
     def summary(self) -> str:
         b = self.batch
@@ -276,14 +277,19 @@ def run_batch(session: LakeSession, name: str) -> BatchOutcome | None:
         rows=changes[0] if changes else None,
         bad=len(bad),
     )
-    _report_lag(session.settings, pipe, settled)
-    return BatchOutcome(name, settled, recovered)
+    return BatchOutcome(name, settled, recovered, _report_lag(session.settings, pipe, settled))
 
 
-def _report_lag(settings: LakeSettings, pipe: PipeEntry, batch: KafkaBatch) -> None:
-    """Commit the group's offsets for lag tools; the pipe's own record is the truth, so a
-    failure here loses nothing and is left to the next batch."""
+def _report_lag(
+    settings: LakeSettings, pipe: PipeEntry, batch: KafkaBatch
+) -> dict[int, int] | None:
+    """Commit the group's offsets for lag tools, and return the lag behind the topic's latest
+    offsets; the pipe's own record is the truth, so a failure here loses nothing."""
     try:
-        admin_of(pipe, settings).commit(pipe.group_id, pipe.topic, batch.end)
+        admin = admin_of(pipe, settings)
+        admin.commit(pipe.group_id, pipe.topic, batch.end)
+        level = isolation(dict(kafka_copy(pipe).kafka.options))
+        latest = admin.offsets(admin.topic(pipe.topic), "latest", level)
     except LakeError:
-        return
+        return None
+    return {p: max(0, latest[p] - batch.end.get(p, 0)) for p in latest}
