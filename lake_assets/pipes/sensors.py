@@ -39,6 +39,7 @@ _GAVE_UP = [DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED]
 # A run in these states has not looked yet (listed the volume, planned its batch): it will load
 # what came since.
 NOT_YET_STARTED = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING]
+UNFINISHED = [*NOT_YET_STARTED, DagsterRunStatus.STARTED]
 
 
 def ingest_run_config(table: str, pipe: str, files: list[str] | None = None) -> dict[str, Any]:

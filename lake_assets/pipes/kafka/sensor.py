@@ -21,7 +21,7 @@ from lake_assets.core.settings import LakeSettings
 from lake_assets.pipes.entry import PipeEntry
 from lake_assets.pipes.kafka.batches import plan
 from lake_assets.pipes.sensors import (
-    NOT_YET_STARTED,
+    UNFINISHED,
     batch_request,
     ingest_run_config,
     retry_wait,
@@ -55,9 +55,10 @@ def kafka_pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> Sens
             return SkipReason(str(error))
         if batch is None:
             return SkipReason("no new messages")
-        waiting = RunsFilter(job_name=job.name, statuses=NOT_YET_STARTED)
+        # A run not finished yet loads this batch (it was planned before), or plans its own.
+        waiting = RunsFilter(job_name=job.name, statuses=UNFINISHED)
         if context.instance.get_runs(waiting, limit=1):
-            return SkipReason(f"batch {batch.number} planned; a queued run of {job.name} loads it")
+            return SkipReason(f"batch {batch.number} planned; a run of {job.name} is under way")
         request = batch_request(
             context.instance,
             batch_key(current, batch.number),
