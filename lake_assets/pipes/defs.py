@@ -58,10 +58,19 @@ class IngestConfig(Config):
     files: list[str] | None = None  # the pipe's volume paths to load (default: list the volume)
 
 
-@config_mapping
-def _load_config(config: IngestConfig) -> dict[str, Any]:
+def _load_config(table: str) -> Any:
     """The run config stays `ops.ingest_<table>.config`; it is the load step's."""
-    return {"load": {"config": config.model_dump()}}
+
+    @config_mapping
+    def mapping(config: IngestConfig) -> dict[str, Any]:
+        return {_load_name(table): {"config": config.model_dump()}}
+
+    return mapping
+
+
+def _load_name(table: str) -> str:
+    """Ops are named per table: Dagster's job of all assets refuses two ops of one name."""
+    return f"load_{table}"
 
 
 def _volume_input(volume: str) -> str:
@@ -86,7 +95,7 @@ def load_op(table: TableEntry, pipes: list[PipeEntry]) -> OpDefinition:
     the volumes."""
     ins = {_volume_input(pipe.volume): In(Nothing) for pipe in _volume_pipes(pipes)}
 
-    @op(name="load", ins=ins)
+    @op(name=_load_name(table.name), ins=ins)
     def load(
         context: OpExecutionContext,
         config: IngestConfig,
@@ -182,7 +191,7 @@ def report_op(table: TableEntry, checks: list[AssetCheckSpec]) -> OpDefinition:
     """Materializes the table with what the loads did, and runs its checks."""
     outs = {table.name: Out(), **{check.get_python_identifier(): Out() for check in checks}}
 
-    @op(name="report", out=outs)
+    @op(name=f"report_{table.name}", out=outs)
     def report(loads: Loads, catalog: CatalogResource) -> Iterator[Any]:
         outcomes = loads.files
         current = catalog.catalog.get(TableEntry, table.name)
@@ -228,7 +237,7 @@ def ingestion_asset(table: TableEntry, pipes: list[PipeEntry]) -> AssetsDefiniti
             for pipe in _volume_pipes(pipes)
         },
         check_specs=checks,
-        config=_load_config,
+        config=_load_config(table.name),
     )
     def ingest_table(**volumes: Any) -> dict[str, Any]:
         return dict(zip(names, report(load(**volumes)), strict=True))
