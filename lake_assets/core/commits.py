@@ -109,11 +109,17 @@ def find(spark: SparkSession, location: str, record: dict[str, Any], after: int)
     return None
 
 
-def newest(spark: SparkSession | None, location: str, marker: Marker) -> tuple[Commit, dict] | None:
-    """The newest commit carrying a record of `marker`'s kind, with its record (without Spark,
-    `spark` None, for a table on a local filesystem)."""
+def records(
+    spark: SparkSession | None, location: str, marker: Marker
+) -> Iterator[tuple[Commit, dict]]:
+    """The commits carrying a record of `marker`'s kind, newest first, with their records
+    (without Spark, `spark` None, for a table on a local filesystem)."""
     for commit in _newest_first(spark, location):
         record = decode(commit.user_metadata, marker)
         if record is not None:
-            return commit, record
-    return None
+            yield commit, record
+
+
+def newest(spark: SparkSession | None, location: str, marker: Marker) -> tuple[Commit, dict] | None:
+    """The newest commit carrying a record of `marker`'s kind, with its record."""
+    return next(records(spark, location, marker), None)

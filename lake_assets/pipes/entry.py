@@ -37,6 +37,9 @@ class PipeEntry(CatalogObject):
     group_id: str = ""
     batch_interval_seconds: int = 60
     batch_size_per_partition: int | None = None
+    # (partition, offset) where batch 1 starts: where the table's last batch of this topic and
+    # group ended, when an earlier pipe loaded them (empty: the group's offsets, else earliest).
+    resume_from: tuple[tuple[int, int], ...] = ()
     invalid_reason: str | None = None
 
     @property

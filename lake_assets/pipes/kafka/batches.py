@@ -17,13 +17,13 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pyspark.errors import AnalysisException
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sqlglot import exp
 
 from lake_assets.core import failpoints
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.commits import Fence, Marker, committing, decode, find
+from lake_assets.core.commits import Fence, Marker, committing, decode, find, records
 from lake_assets.core.delta import row_changes
 from lake_assets.core.entries import BadMessage, KafkaBatch, now_utc
 from lake_assets.core.errors import LakeError
@@ -130,6 +130,23 @@ def plan(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry) -> KafkaBatc
         raise
 
 
+def _first_start(admin: KafkaAdmin, pipe: PipeEntry, topic: Topic) -> dict[int, int]:
+    """Where batch 1 starts: where an earlier pipe's last commit to the table ended (the log is
+    the truth), else the group's committed offsets; a partition in neither, its earliest."""
+    return dict(pipe.resume_from) or admin.committed(pipe.group_id, topic)
+
+
+def resume_point(
+    spark: SparkSession | None, table: TableEntry, topic: str, group: str
+) -> dict[int, int]:
+    """The end of the newest batch of `topic` and `group` committed to the table by any pipe,
+    from the table's log; {} when none has been."""
+    for _, record in records(spark, table.location, Marker.KAFKA):
+        if (record.get("topic"), record.get("group")) == (topic, group):
+            return {int(p): o for p, o in record["end"].items()}
+    return {}
+
+
 def _plan(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry) -> KafkaBatch | None:
     batches = catalog.batches(pipe.name, limit=1)
     previous = batches[0] if batches else None
@@ -138,7 +155,7 @@ def _plan(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry) -> KafkaBat
     admin = admin_of(pipe, settings)
     topic = _checked_topic(admin, pipe)
     level = isolation(dict(kafka_copy(pipe).kafka.options))
-    ended = previous.end if previous is not None else admin.committed(pipe.group_id, topic)
+    ended = previous.end if previous is not None else _first_start(admin, pipe, topic)
     start = _start(pipe, topic, ended, admin.offsets(topic, "earliest", level))
     latest = admin.offsets(topic, "latest", level)
     size = pipe.batch_size_per_partition
@@ -163,6 +180,8 @@ def batch_record(pipe: PipeEntry, batch: KafkaBatch) -> dict[str, Any]:
         Marker.KAFKA.value: 1,
         "tag": f"{pipe.name}@{pipe.created_at}#{batch.number}",
         "pipe": pipe.name,
+        "topic": pipe.topic,
+        "group": pipe.group_id,
         "batch": batch.number,
         "start": {str(p): o for p, o in batch.start.items()},
         "end": {str(p): o for p, o in batch.end.items()},

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lake_assets.core.delta import log_versions
 from lake_assets.core.entries import KafkaBatch, now_utc
 from lake_assets.core.errors import LakeError
 from lake_assets.core.results import Result
 from lake_assets.core.states import BatchState, PipeKind
 from lake_assets.pipes.entry import PipeEntry
 from lake_assets.pipes.grammar import CreatePipe, KafkaCopy
-from lake_assets.pipes.kafka.batches import admin_of, kafka_copy
+from lake_assets.pipes.kafka.batches import admin_of, kafka_copy, resume_point
 from lake_assets.tables.entry import TableEntry
 from resources.kafka import KafkaAdmin, isolation, resolved
 
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 def create_kafka_pipe(session: LakeSession, stmt: CreatePipe, copy: KafkaCopy) -> Result:
     """Register the pipe once its table, topic and group check out; it reads nothing yet."""
     catalog = session.catalog
-    catalog.get(TableEntry, copy.table)
+    table = catalog.get(TableEntry, copy.table)
     source = copy.kafka
     sharing = [
         p.name
@@ -39,6 +40,8 @@ def create_kafka_pipe(session: LakeSession, stmt: CreatePipe, copy: KafkaCopy) -
     admin = KafkaAdmin(source.bootstrap, resolved(dict(source.options), session.settings.lake_home))
     isolation(dict(source.options))  # a bad isolation.level is CREATE's error, not a run's
     topic = admin.topic(source.topic)
+    local = log_versions(table.location) is not None  # a local log is read without Spark
+    resume = resume_point(None if local else session.spark, table, source.topic, source.group_id)
     catalog.add(
         PipeEntry(
             name=stmt.name,
@@ -53,13 +56,18 @@ def create_kafka_pipe(session: LakeSession, stmt: CreatePipe, copy: KafkaCopy) -
             group_id=source.group_id,
             batch_interval_seconds=stmt.batch_interval_seconds,
             batch_size_per_partition=stmt.batch_size_per_partition,
+            resume_from=tuple(sorted(resume.items())),
         )
+    )
+    start = (
+        "where the table's last batch of this topic and group ended"
+        if resume
+        else "the group's committed offsets, else the earliest"
     )
     return Result.status(
         f"created pipe {stmt.name}: RUNNING, reads topic {source.topic} ({len(topic.partitions)} "
         f"partitions, group {source.group_id}) into {copy.table} every "
-        f"{stmt.batch_interval_seconds} s from its earliest offsets (with the Dagster daemon "
-        "running)"
+        f"{stmt.batch_interval_seconds} s from {start} (with the Dagster daemon running)"
     )
 
 

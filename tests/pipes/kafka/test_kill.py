@@ -163,15 +163,6 @@ def test_kills_during_recovery_still_load_every_offset_exactly_once(
     assert [b.rows for b in batches] == [6, 9]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="a pipe created again starts batch 1 at its group's committed offsets "
-    "(lake_assets/pipes/kafka/batches.py _plan: `admin.committed(pipe.group_id, topic)`), but "
-    "those are committed only after the batch's Delta commit and its settling (_report_lag, "
-    "failures ignored), and DROP PIPE forgets the planned batch without settling it: a batch "
-    "committed by a run killed after its commit is loaded a second time",
-)
 def test_a_pipe_dropped_and_created_again_after_a_kill_loads_nothing_twice(
     lake: LakeSession, kafka_broker: Broker
 ) -> None:
