@@ -11,6 +11,7 @@ from dagster import (
     AssetCheckResult,
     AssetCheckSpec,
     AssetIn,
+    AssetKey,
     AssetOut,
     AssetsDefinition,
     Config,
@@ -36,6 +37,7 @@ from lake_assets.pipes.engine import ingest, pipe_copy
 from lake_assets.pipes.entry import PipeEntry
 from lake_assets.pipes.kafka.batches import BatchOutcome, run_batch
 from lake_assets.pipes.kafka.sensor import kafka_pipe_sensor
+from lake_assets.pipes.kafka.topics import topic_key, topic_spec
 from lake_assets.pipes.loading import LoadOutcome
 from lake_assets.pipes.sensors import event_pipe_sensor, pipe_sensor
 from lake_assets.session import LakeSession
@@ -77,6 +79,20 @@ def _volume_input(volume: str) -> str:
     return f"volume_{volume}"
 
 
+def _topic_input(topic: str) -> str:
+    return f"topic_{''.join(c if c.isalnum() else '_' for c in topic)}"
+
+
+def _upstream(pipes: list[PipeEntry]) -> dict[str, AssetKey]:
+    """What a table's pipes read, by the ingestion graph's input names: volumes and topics."""
+    return {
+        (_topic_input(p.topic) if p.pipe_kind is PipeKind.KAFKA else _volume_input(p.volume)): (
+            topic_key(p.topic) if p.pipe_kind is PipeKind.KAFKA else volume_key(p.volume)
+        )
+        for p in pipes
+    }
+
+
 def _volume_pipes(pipes: list[PipeEntry]) -> list[PipeEntry]:
     return [pipe for pipe in pipes if pipe.pipe_kind is PipeKind.VOLUME]
 
@@ -93,7 +109,7 @@ class Loads:
 def load_op(table: TableEntry, pipes: list[PipeEntry]) -> OpDefinition:
     """Loads the running pipes' pending files and batches (a commit per pipe), then observes
     the volumes."""
-    ins = {_volume_input(pipe.volume): In(Nothing) for pipe in _volume_pipes(pipes)}
+    ins = dict.fromkeys(_upstream(pipes), In(Nothing))
 
     @op(name=_load_name(table.name), ins=ins)
     def load(
@@ -233,14 +249,13 @@ def ingestion_asset(table: TableEntry, pipes: list[PipeEntry]) -> AssetsDefiniti
             )
         },
         ins={
-            _volume_input(pipe.volume): AssetIn(key=volume_key(pipe.volume), dagster_type=Nothing)
-            for pipe in _volume_pipes(pipes)
+            name: AssetIn(key=key, dagster_type=Nothing) for name, key in _upstream(pipes).items()
         },
         check_specs=checks,
         config=_load_config(table.name),
     )
-    def ingest_table(**volumes: Any) -> dict[str, Any]:
-        return dict(zip(names, report(load(**volumes)), strict=True))
+    def ingest_table(**upstream: Any) -> dict[str, Any]:
+        return dict(zip(names, report(load(**upstream)), strict=True))
 
     return ingest_table
 
@@ -279,7 +294,8 @@ def batch_metadata(batches: list[BatchOutcome]) -> dict[str, Any]:
 
 
 def build_defs(catalog: Catalog, settings: LakeSettings) -> Definitions:
-    """Per table fed by pipes: its ingestion asset and job, and one sensor per pipe."""
+    """Per table fed by pipes: its ingestion asset and job, and one sensor per pipe; each Kafka
+    pipe's topic as an external asset."""
     pipes_by_table: dict[str, list[PipeEntry]] = defaultdict(list)
     for pipe in catalog.entries(PipeEntry):
         kafka = pipe.pipe_kind is PipeKind.KAFKA
@@ -296,4 +312,10 @@ def build_defs(catalog: Catalog, settings: LakeSettings) -> Definitions:
         job = ingestion_job(table.name)
         jobs.append(job)
         sensors += [_sensor_of(pipe)(pipe, job, settings) for pipe in pipes]
-    return Definitions(assets=assets, jobs=jobs, sensors=sensors)
+    topics = {
+        pipe.topic: topic_spec(pipe)
+        for pipes in pipes_by_table.values()
+        for pipe in pipes
+        if pipe.pipe_kind is PipeKind.KAFKA
+    }
+    return Definitions(assets=[*assets, *topics.values()], jobs=jobs, sensors=sensors)

@@ -1,6 +1,6 @@
-"""A Kafka pipe's sensor: every BATCH_INTERVAL_IN_SECONDS it plans the next batch from the
-topic's offsets (no Spark) and requests the run that loads it, once per batch (again after a
-failed run: the same range)."""
+"""A Kafka pipe's sensor: every BATCH_INTERVAL_IN_SECONDS it observes the topic, plans the next
+batch from its offsets (no Spark) and requests the run that loads it, once per batch (again
+after a failed run: the same range)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
 from lake_assets.pipes.entry import PipeEntry
 from lake_assets.pipes.kafka.batches import plan
+from lake_assets.pipes.kafka.topics import topic_observation
 from lake_assets.pipes.sensors import (
     UNFINISHED,
     batch_request,
@@ -50,22 +51,28 @@ def kafka_pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> Sens
             return state
         catalog, current = state
         try:
+            observed = [topic_observation(settings, current)]
             batch = plan(catalog, settings, current)
         except LakeError as error:
             return SkipReason(str(error))
         if batch is None:
-            return SkipReason("no new messages")
+            return SensorResult(skip_reason="no new messages", asset_events=observed)
         # A run not finished yet loads this batch (it was planned before), or plans its own.
         waiting = RunsFilter(job_name=job.name, statuses=UNFINISHED)
         if context.instance.get_runs(waiting, limit=1):
-            return SkipReason(f"batch {batch.number} planned; a run of {job.name} is under way")
+            return SensorResult(
+                skip_reason=f"batch {batch.number} planned; a run of {job.name} is under way",
+                asset_events=observed,
+            )
         request = batch_request(
             context.instance,
             batch_key(current, batch.number),
             ingest_run_config(current.table, current.name),
         )
         if request is None:
-            return SkipReason(retry_wait(f"batch {batch.number}"))
-        return SensorResult(run_requests=[request])
+            return SensorResult(
+                skip_reason=retry_wait(f"batch {batch.number}"), asset_events=observed
+            )
+        return SensorResult(run_requests=[request], asset_events=observed)
 
     return watch

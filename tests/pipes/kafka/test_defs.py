@@ -59,8 +59,16 @@ def test_the_pipe_runs_batch_after_batch_with_its_figures_and_check(
     sensor = defs.resolve_sensor_def("counts")
     assert (sensor.job_name, sensor.minimum_interval_seconds) == ("ingest_numbers_job", 2)
     assert sensor.default_status == DefaultSensorStatus.RUNNING
+    assert AssetKey(["kafka", topic]) in table.parent_entity_keys
+    assert defs.resolve_asset_graph().get(AssetKey(["kafka", topic])).group_name == "kafka_topics"
     context = build_sensor_context(instance=instance, definitions=defs)
-    assert sensor(context).skip_message == "no new messages"
+    idle = sensor(context)
+    assert isinstance(idle, SensorResult)
+    assert idle.skip_reason is not None
+    assert idle.skip_reason.skip_message == "no new messages"
+    (observed,) = idle.asset_events
+    assert observed.asset_key == AssetKey(["kafka", topic])
+    assert observed.tags["dagster/data_version"] == '{"0": 0, "1": 0}'
 
     send(producer, topic, ["1", "x", "3", "4"])
     first = requested(defs, instance)
