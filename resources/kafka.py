@@ -81,7 +81,8 @@ def librdkafka_settings(bootstrap: str, options: Mapping[str, str]) -> dict[str,
     """The Java client's settings in librdkafka's names (SASL user and password from JAAS)."""
     settings: dict[str, Any] = {"bootstrap.servers": bootstrap}
     settings.update({k: v for k, v in options.items() if k not in _JAVA_ONLY})
-    fields = dict(_JAAS_FIELD.findall(options.get("sasl.jaas.config", "")))
+    found = _JAAS_FIELD.findall(options.get("sasl.jaas.config", ""))
+    fields = {key: re.sub(r"\\(.)", r"\1", value) for key, value in found}  # JAAS escapes
     if "username" in fields:
         settings["sasl.username"] = fields["username"]
     if "password" in fields:

@@ -91,7 +91,8 @@ def _checked_topic(admin: KafkaAdmin, pipe: PipeEntry) -> Topic:
         raise PipeStopped(
             f"pipe {pipe.name}: topic {pipe.topic} was deleted and created again (its id is "
             f"{topic.id}, the pipe's was {pipe.topic_id}); its offsets start over",
-            f"DROP PIPE {pipe.name} and CREATE it again to read the new topic from its start",
+            f"DROP PIPE {pipe.name} and CREATE it again with a new consumer group id to read the "
+            "new topic from its start (with the same group it would go on from the old offsets)",
         )
     return topic
 
@@ -99,16 +100,17 @@ def _checked_topic(admin: KafkaAdmin, pipe: PipeEntry) -> Topic:
 def _start(
     pipe: PipeEntry, topic: Topic, ended: dict[int, int], earliest: dict[int, int]
 ) -> dict[int, int]:
-    """Where batch N starts: where N-1 ended (batch 1: where the group's committed offsets say,
-    as a pipe created again goes on); a partition new since, from its earliest offset."""
+    """Where batch N starts: where N-1 ended (batch 1: see _first_start); a partition new since,
+    from its earliest offset."""
     start = {p: ended.get(p, earliest[p]) for p in topic.partitions}
     for partition, offset in start.items():
         if offset < earliest[partition]:
             raise PipeStopped(
                 f"pipe {pipe.name}: offsets {offset} to {earliest[partition] - 1} of {topic.name} "
                 f"partition {partition} were removed (retention) before the pipe loaded them",
-                f"DROP PIPE {pipe.name} and CREATE it again to go on from the earliest offsets "
-                "kept (the removed messages cannot be loaded), or lengthen the topic's retention",
+                f"DROP PIPE {pipe.name} and CREATE it again with a new consumer group id to go on "
+                "from the earliest offsets kept (the removed messages cannot be loaded), and "
+                "lengthen the topic's retention",
             )
     gone = sorted(set(ended) - set(topic.partitions))
     if gone:
@@ -276,7 +278,8 @@ def run_batch(session: LakeSession, name: str) -> BatchOutcome | None:
                 reason,
                 f"nothing of the batch was committed; DROP PIPE {name} and CREATE it again with "
                 "a larger max_errors (READ_KAFKA's eleventh argument) or a SELECT that accepts "
-                "these messages: it goes on from the group's committed offsets",
+                "these messages: it goes on where the table's last batch of this topic and group "
+                "ended",
             ) from None
         commit = find(spark, target.location, record, after=batch.table_version)
     if commit is None:
