@@ -1,13 +1,14 @@
 """Throughput of a Kafka pipe's batch vs plain Spark reading the same offsets to Delta, in one
 process.
 
-    .venv/bin/python bench/kafka_throughput.py [--messages 5000000] [--rounds 1]
+    .venv/bin/python bench/kafka_throughput.py [--messages 5000000] [--rounds 3]
 
 Starts a Kafka broker in a temporary folder, creates a topic of --partitions partitions and
 produces --messages messages of about --size bytes (JSON text) with confluent-kafka as fast as it
 can (the produce rate is printed, but it is not the figure). Then, on one local Spark session
-(local[*]), warmed up first by both ways on 20,000 messages of another topic (not counted), each
-round times: the pipe's way, a new table and a Kafka pipe with
+(local[*]), warmed up first by both ways on 500,000 messages of another topic (not counted:
+with 20,000, the first large batch still ran at half speed while the JVM compiled the Kafka
+source's loops), each round times: the pipe's way, a new table and a Kafka pipe with
 BATCH_SIZE_PER_KAFKA_PARTITION unset (one batch takes the whole topic) loaded by
 `ALTER PIPE p REFRESH` through our SQL session; and plain Spark, `spark.read.format("kafka")` over
 the same offsets (the batch's, from the catalog), the same projection, appended to a fresh Delta
@@ -40,7 +41,7 @@ from resources.kafka_broker import Broker, spawn_broker
 from resources.spark import DeltaSparkResource
 
 GOAL_RATIO, GOAL_RATE = 0.85, 100_000
-TOPIC, WARM_UP, WARM_UP_MESSAGES = "bench_events", "bench_warm_up", 20_000
+TOPIC, WARM_UP, WARM_UP_MESSAGES = "bench_events", "bench_warm_up", 500_000
 COLUMNS = "partition INT, offset BIGINT, timestamp TIMESTAMP, v STRING"
 PIPE = """CREATE PIPE {pipe} AS COPY INTO {table} FROM (
     SELECT partition, offset, timestamp, CAST(value AS STRING) AS v
@@ -131,7 +132,7 @@ def main() -> int:
     parser.add_argument("--messages", type=int, default=5_000_000)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--size", type=int, default=200, help="bytes per message, about")
-    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="lake-kafka-throughput-"))
