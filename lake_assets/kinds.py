@@ -5,6 +5,7 @@ from __future__ import annotations
 from lake_assets.connections import kind as connections
 from lake_assets.core.kind import Kind
 from lake_assets.dynamic_tables import kind as dynamic_tables
+from lake_assets.exports import kind as exports
 from lake_assets.pipes import kind as pipes
 from lake_assets.sql.grammar import Grammar
 from lake_assets.sql.statements import Statement
@@ -21,6 +22,7 @@ KINDS: tuple[Kind, ...] = (
     streams.KIND,
     dynamic_tables.KIND,
     tasks.KIND,
+    exports.KIND,
 )
 
 GRAMMAR = Grammar.of(

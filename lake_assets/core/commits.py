@@ -30,6 +30,7 @@ class Marker(StrEnum):
     STATEMENT = "lake_statement"
     DIRECTORY = "lake_directory"
     KAFKA = "lake_kafka"
+    EXPORT = "lake_export"
 
 
 @dataclass(frozen=True)

@@ -103,6 +103,17 @@ def history(spark: SparkSession | None, location: str, limit: int | None = None)
     ]
 
 
+def commits_from(spark: SparkSession | None, location: str, version: int) -> Iterator[Commit]:
+    """The commits from `version` on, oldest first; a local log is read one commit at a time, so
+    that a reader that stops early opens no more of it."""
+    log = _local_log(location)
+    if log is None:
+        yield from reversed([c for c in history(spark, location) if c.version >= version])
+        return
+    for at in sorted(v for v in _log_versions(log) if v >= version):
+        yield _log_commit(log, at)
+
+
 def latest_version(spark: SparkSession, location: str) -> int:
     return history(spark, location, 1)[0].version
 

@@ -18,6 +18,7 @@ CONSUME_AFTER_COMMIT = "consume-after-commit"
 KAFKA_PLANNED = "kafka-after-plan"
 KAFKA_BEFORE_COMMIT = "kafka-before-commit"
 KAFKA_AFTER_COMMIT = "kafka-after-commit"
+EXPORT_AFTER_WRITE = "export-after-write"
 
 
 def reached(name: str) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import shutil
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -199,19 +201,32 @@ def copy_into_volume(
     """Write the rows under SUBDIRECTORY as one file per Spark partition named partNNNNN.<ext>,
     or, for a COPY that consumes streams, as the one file `exported`."""
     extension = _EXTENSIONS[stmt.file_format]
-    staging = staging_root / f"export-{uuid.uuid4().hex}"
-    try:
-        frame.coalesce(1).write.format(stmt.file_format.lower()).options(**stmt.options).save(
-            str(staging)
-        )
-        parts = sorted(staging.glob(f"part-*.{extension}*"))
+    with staged(frame, stmt.file_format, stmt.options, staging_root) as parts:
         if exported is None:
             written = _numbered(store, inside(stmt.subdirectory, "SUBDIRECTORY"), extension, parts)
         else:
-            written = _single(volume, store, exported, parts)
+            put_single(volume, store, exported, parts, "a COPY that consumes streams")
+            written = [exported]
+    return Result.status(f"exported to volume {volume.name}: {', '.join(written) or 'no files'}")
+
+
+@contextmanager
+def staged(
+    frame: DataFrame, file_format: str, options: dict[str, str], staging_root: Path
+) -> Iterator[list[Path]]:
+    """The rows written by one Spark task into a fresh local folder, which goes afterwards:
+    its files are put into a volume whole, never written there in pieces."""
+    staging = staging_root / f"export-{uuid.uuid4().hex}"
+    try:
+        frame.coalesce(1).write.format(file_format.lower()).options(**options).save(str(staging))
+        yield sorted(staging.glob(f"part-*.{_EXTENSIONS[file_format]}*"))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return Result.status(f"exported to volume {volume.name}: {', '.join(written) or 'no files'}")
+
+
+def file_name(name: str, file_format: str) -> str:
+    """`name` with the extension of `file_format`."""
+    return f"{name}.{_EXTENSIONS[file_format]}"
 
 
 def _numbered(store: VolumeStore, folder: str, extension: str, parts: list[Path]) -> list[str]:
@@ -228,17 +243,17 @@ def _numbered(store: VolumeStore, folder: str, extension: str, parts: list[Path]
     return written
 
 
-def _single(volume: VolumeEntry, store: VolumeStore, name: str, parts: list[Path]) -> list[str]:
+def put_single(
+    volume: VolumeEntry, store: VolumeStore, name: str, parts: list[Path], writer: str
+) -> None:
     """Put the one part (Spark writes one even for no rows) as `name` in one atomic put, so the
-    file is there whole or not at all."""
+    file is there whole or not at all, and replaces one of that name the same way."""
     if len(parts) != 1:
         raise LakeError(
-            f"COPY INTO VOLUME {volume.name} would write {len(parts)} files, but a COPY that "
-            "consumes streams writes one",
+            f"{writer} would write {len(parts)} files to volume {volume.name}, but it writes one",
             "leave out the FILE_FORMAT option that splits the output (maxRecordsPerFile)",
         )
     store.put(parts[0], name)
-    return [name]
 
 
 def export_landed(catalog: Catalog, claim: Claim) -> bool:

@@ -119,7 +119,7 @@ FAILING = {
     ),
     "an option that splits the file": (
         COPY.replace("CSV)", "CSV, maxRecordsPerFile = 1)"),
-        "COPY INTO VOLUME v would write 2 files, but a COPY that consumes streams writes one — "
+        "a COPY that consumes streams would write 2 files to volume v, but it writes one — "
         "leave out the FILE_FORMAT option that splits the output (maxRecordsPerFile)",
     ),
 }

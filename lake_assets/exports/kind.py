@@ -1,0 +1,18 @@
+"""The changelog exports kind as registered in lake_assets.kinds: its SQL and handlers."""
+
+from lake_assets.core.kind import Kind
+from lake_assets.exports import engine
+from lake_assets.exports.grammar import STATEMENTS, WORDS, CreateExport, ExportChangelog
+
+KIND = Kind(
+    name="export",
+    statements=STATEMENTS,
+    handlers={
+        CreateExport: engine.create_export,
+        ExportChangelog: engine.export_changelog,
+    },
+    words=WORDS,
+    show=engine.show_exports,
+    describe=engine.describe_export,
+    drop=engine.drop_export,
+)

@@ -1,0 +1,72 @@
+"""The status table: a real Delta table, shared by exports as the seed's is, holding one row per
+export run, so that an export starts where the one before it left off instead of scanning the
+history again, and a range exported in full is not read twice."""
+
+from __future__ import annotations
+
+from dataclasses import astuple, dataclass, fields
+from datetime import UTC, datetime
+
+from pyspark.sql import SparkSession
+
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.delta import delta_ref, latest_version, sql_string
+from lake_assets.core.entries import Column
+from lake_assets.tables.dml import record_commit_state
+from lake_assets.tables.entry import TableEntry
+
+
+@dataclass(frozen=True)
+class Status:
+    """One export run of [range_start, range_end): it scanned the source's versions from
+    `first_version` and covered them up to `last_version`; `complete` when no later commit can
+    fall in the range any more (one at or after its end was seen, or its end has passed)."""
+
+    export: str
+    source: str
+    range_start: int
+    range_end: int
+    first_version: int
+    last_version: int
+    complete: bool
+    records: int
+    versions_read: int
+    exported_at: datetime
+
+
+_TYPES = {"int": "BIGINT", "str": "STRING", "bool": "BOOLEAN", "datetime": "TIMESTAMP"}
+# The table's columns: Status's fields, in order.
+COLUMNS = tuple(Column(f.name, _TYPES[str(f.type)]) for f in fields(Status))
+
+
+def runs(spark: SparkSession, table: TableEntry, export: str, source: str) -> list[Status]:
+    """The export's runs on `source`, oldest first."""
+    rows = spark.sql(
+        f"SELECT * FROM {delta_ref(table.location)} WHERE export = {sql_string(export)} "
+        f"AND source = {sql_string(source)} ORDER BY exported_at"
+    ).collect()
+    return [Status(**{c.name: row[c.name] for c in COLUMNS}) for row in rows]
+
+
+def record(spark: SparkSession, catalog: Catalog, table: TableEntry, status: Status) -> None:
+    """Append the run's row, and the table's new state to the catalog."""
+    schema = ", ".join(f"{c.name} {c.type}" for c in COLUMNS)
+    spark.createDataFrame([astuple(status)], schema).write.format("delta").mode("append").save(
+        table.location
+    )
+    _settled(spark, catalog, table)
+
+
+def forget(spark: SparkSession, catalog: Catalog, table: TableEntry, export: str) -> None:
+    """DROP CHANGELOG EXPORT: a new export of that name starts afresh."""
+    spark.sql(f"DELETE FROM {delta_ref(table.location)} WHERE export = {sql_string(export)}")
+    _settled(spark, catalog, table)
+
+
+def _settled(spark: SparkSession, catalog: Catalog, table: TableEntry) -> None:
+    """The table's version and row count after a write, in the catalog."""
+    record_commit_state(spark, catalog, table, latest_version(spark, table.location), None)
+
+
+def now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
