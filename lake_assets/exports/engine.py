@@ -15,7 +15,8 @@ from datetime import UTC
 from typing import TYPE_CHECKING, TypeVar
 
 from pyspark.errors import PySparkException
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from lake_assets.core import failpoints
@@ -320,12 +321,12 @@ def _to_table(
     target = catalog.get(TableEntry, export.to_table)
     in_range = f"version >= {window.start} AND version < {window.end}"
     record = new_record(Marker.EXPORT, export=export.name, range=window.label)
-    frame.write.format("delta").mode("overwrite").option("replaceWhere", in_range).options(
+    observed, counts = _counted(frame)
+    observed.write.format("delta").mode("overwrite").option("replaceWhere", in_range).options(
         **writer_options(record)
     ).save(target.location)
     record_commit_state(spark, catalog, target, _newest(spark, target.location), None)
-    counted = spark.read.format("delta").load(target.location).where(in_range)
-    return _by_op(counted)
+    return counts()
 
 
 def _to_volume(
@@ -339,15 +340,20 @@ def _to_volume(
     folder = "/".join(part for part in (export.subdirectory, window.label) if part)
     name = f"{folder}/{file_name('changelog', export.file_format)}"
     staging = session.settings.lake_home / "tmp"
-    with staged(frame, export.file_format, {}, staging) as parts:
-        written = session.spark.read.schema(frame.schema).format(export.file_format.lower())
-        counts = _by_op(written.load([str(part) for part in parts]))
+    observed, counts = _counted(frame)
+    with staged(observed, export.file_format, {}, staging) as parts:
         put_single(volume, store, name, parts, f"changelog export {export.name}")
-    return counts
+    return counts()
 
 
-def _by_op(records: DataFrame) -> dict[str, int]:
-    return {row[OP_TYPE]: row["count"] for row in records.groupBy(OP_TYPE).count().collect()}
+def _counted(frame: DataFrame) -> tuple[DataFrame, Callable[[], dict[str, int]]]:
+    """`frame`, counting its records by op type as it is written (no second Spark job), and
+    how to read the counts once it has been."""
+    observation = Observation()
+    observed = frame.observe(
+        observation, *(F.count_if(F.col(OP_TYPE) == op.value).alias(op.value) for op in OpType)
+    )
+    return observed, lambda: {op: int(n) for op, n in observation.get.items() if n}
 
 
 def _retrying(export: ExportEntry, action: Callable[[], T]) -> T:
