@@ -15,4 +15,5 @@ KIND = Kind(
     show=engine.show_exports,
     describe=engine.describe_export,
     drop=engine.drop_export,
+    defs="lake_assets.exports.defs",
 )
