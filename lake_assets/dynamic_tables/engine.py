@@ -1,5 +1,5 @@
-"""Dynamic tables: CREATE [OR REPLACE], DROP, ALTER … SUSPEND|RESUME, SHOW, DESC and the
-refresh history; the refresh itself is in `refresh`."""
+"""Dynamic tables: CREATE [OR REPLACE], DROP, ALTER … SUSPEND|RESUME|SET/DROP PRIMARY KEY, SHOW,
+DESC and the refresh history; the refresh itself is in `refresh`."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from lake_assets.core.states import RefreshMode, RefreshTrigger, SchedulingState
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.grammar import (
     AlterDynamicTable,
+    AlterDynamicTablePrimaryKey,
     CreateDynamicTable,
     RefreshDynamicTable,
     ShowRefreshHistory,
@@ -33,8 +34,13 @@ from lake_assets.dynamic_tables.refresh import (
 from lake_assets.sql.binding import referenced_tables
 from lake_assets.sql.statements import DescribeObject, DropObject
 from lake_assets.streams.entry import StreamEntry
-from lake_assets.tables.engine import create_delta_table, enable_change_tracking, remove_files
-from lake_assets.tables.entry import TableEntry
+from lake_assets.tables.engine import (
+    create_delta_table,
+    enable_change_tracking,
+    remove_files,
+    set_primary_key,
+)
+from lake_assets.tables.entry import TableEntry, declared_key
 
 if TYPE_CHECKING:
     from lake_assets.session import LakeSession
@@ -48,8 +54,8 @@ _BAD_COLUMN_NAME = re.compile(r"[ ,;{}()\n\t=]")
 
 def create_dynamic_table(session: LakeSession, stmt: CreateDynamicTable) -> Result:
     spark, catalog = session.spark, session.catalog
-    replacing = stmt.or_replace and catalog.find(DynamicTableEntry, stmt.name) is not None
-    if not replacing and (
+    previous = catalog.find(DynamicTableEntry, stmt.name) if stmt.or_replace else None
+    if previous is None and (
         taken := name_taken(session, DynamicTableEntry, stmt.name, stmt.if_not_exists)
     ):
         return taken
@@ -90,6 +96,7 @@ def create_dynamic_table(session: LakeSession, stmt: CreateDynamicTable) -> Resu
         Column(name, f.dataType.simpleString().upper(), comments.get(name.lower()))
         for name, f in zip(names, visible, strict=True)
     )
+    primary_key = _kept_key(stmt.name, previous, columns)
     for name, relation in relations.items():
         if isinstance(relation, TableEntry) and not relation.change_tracking:
             enable_change_tracking(spark, catalog, name)
@@ -123,6 +130,7 @@ def create_dynamic_table(session: LakeSession, stmt: CreateDynamicTable) -> Resu
         stmt.comment,
         stmt.refresh_interval_seconds,
         stmt.vcluster,
+        primary_key=primary_key,
     )
     try:
         replaced = catalog.replace(entry) if stmt.or_replace else None
@@ -155,6 +163,23 @@ def _undo_create(
         if replaced.version is not None and replaced.row_count is not None:
             catalog.record_table_state(replaced, replaced.version, replaced.row_count)
     remove_files(entry.location)
+
+
+def _kept_key(
+    name: str, previous: DynamicTableEntry | None, columns: tuple[Column, ...]
+) -> tuple[str, ...]:
+    """OR REPLACE keeps the replaced table's key, so that its readers keep keying rows by it."""
+    if previous is None or not previous.primary_key:
+        return ()
+    try:
+        return declared_key(f"dynamic table {name}", columns, previous.primary_key)
+    except LakeError as error:
+        raise LakeError(
+            f"dynamic table {name} keeps its primary key ({', '.join(previous.primary_key)}) "
+            f"when replaced, but {error.what}",
+            f"return the key's columns from the new query, or first ALTER DYNAMIC TABLE {name} "
+            "DROP PRIMARY KEY",
+        ) from error
 
 
 def _column_names(stmt: CreateDynamicTable, produced: list[str]) -> list[str]:
@@ -237,6 +262,10 @@ def alter_dynamic_table(session: LakeSession, stmt: AlterDynamicTable) -> Result
     return Result.status(f"dynamic table {stmt.name} is {state}")
 
 
+def alter_primary_key(session: LakeSession, stmt: AlterDynamicTablePrimaryKey) -> Result:
+    return set_primary_key(session.catalog, DynamicTableEntry, stmt.name, stmt.primary_key)
+
+
 # SHOW / DESC / history: catalog only, no Spark
 
 
@@ -315,6 +344,7 @@ def describe_dynamic_table(session: LakeSession, stmt: DescribeObject) -> Result
             f"{name}@{read[name]}" if name in read else name for name in entry.sources
         ),
         columns=", ".join(f"{c.name} {c.type}" for c in entry.columns),
+        primary_key=", ".join(entry.primary_key) or None,
         refresh_interval=_interval_text(entry.refresh_interval_seconds),
         vcluster=entry.vcluster,
         state=_state(entry),

@@ -11,7 +11,8 @@ from lake_assets.core.errors import LakeError
 
 @dataclass(frozen=True)
 class DynamicTableEntry(CatalogObject):
-    """A Delta table kept equal to its query; `hidden` columns hold aggregate state (not shown)."""
+    """A Delta table kept equal to its query; `hidden` columns hold aggregate state (not shown);
+    `primary_key` is declared for readers (changelog exports), never enforced on refreshes."""
 
     NAMESPACE: ClassVar[str] = RELATION
     KIND: ClassVar[str] = "dynamic_table"
@@ -30,6 +31,7 @@ class DynamicTableEntry(CatalogObject):
     refresh_interval_seconds: int | None = None
     vcluster: str | None = None
     suspended: bool = False
+    primary_key: tuple[str, ...] = ()
     version: int | None = None
     row_count: int | None = None
 

@@ -1,5 +1,5 @@
-"""CREATE [OR REPLACE] DYNAMIC TABLE, REFRESH, ALTER … SUSPEND|RESUME and the refresh history;
-SHOW, DESC and DROP take the forms every kind shares."""
+"""CREATE [OR REPLACE] DYNAMIC TABLE, REFRESH, ALTER … SUSPEND|RESUME|SET/DROP PRIMARY KEY and the
+refresh history; SHOW, DESC and DROP take the forms every kind shares."""
 
 from __future__ import annotations
 
@@ -12,12 +12,21 @@ from lake_assets.core.errors import LakeError
 from lake_assets.sql.grammar import Grammar, ObjectWords, StatementParser, finished
 from lake_assets.sql.statements import Query, Statement
 from lake_assets.sql.tokens import TokenCursor
+from lake_assets.tables.grammar import (
+    Alteration,
+    AlterTablePrimaryKey,
+    accept_alteration,
+    key_alterations,
+)
 
 CREATE_DYNAMIC_TABLE = (
     "CREATE [OR REPLACE] DYNAMIC TABLE [IF NOT EXISTS] name [(col [COMMENT '…'], …)] "
     "[REFRESH INTERVAL n SECOND|MINUTE|HOUR|DAY] [VCLUSTER vc] [COMMENT '…'] AS SELECT …"
 )
 SHOW_REFRESH_HISTORY = "SHOW DYNAMIC TABLE REFRESH HISTORY [WHERE name = '…']"
+ALTER_DYNAMIC_TABLE = (
+    "ALTER DYNAMIC TABLE name SUSPEND | RESUME | SET PRIMARY KEY (col, …) | DROP PRIMARY KEY"
+)
 _UNIT_SECONDS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
 WORDS = ObjectWords("dynamic table", (("DYNAMIC", "TABLE"),))
 
@@ -53,6 +62,11 @@ class ShowRefreshHistory(Statement):
 class AlterDynamicTable(Statement):
     name: str
     suspended: bool
+
+
+@dataclass(frozen=True)
+class AlterDynamicTablePrimaryKey(AlterTablePrimaryKey):
+    """`ALTER DYNAMIC TABLE d SET PRIMARY KEY (col, …)`; DROP PRIMARY KEY is the empty key."""
 
 
 def parse_create_dynamic_table(cursor: TokenCursor, grammar: Grammar) -> Statement:
@@ -119,13 +133,20 @@ def parse_refresh(cursor: TokenCursor, grammar: Grammar) -> Statement:
 
 
 def parse_alter(cursor: TokenCursor, grammar: Grammar) -> Statement:
-    cursor.usage = "ALTER DYNAMIC TABLE name SUSPEND|RESUME"
+    cursor.usage = ALTER_DYNAMIC_TABLE
     cursor.expect("ALTER", "DYNAMIC", "TABLE")
     name = cursor.name("a dynamic table name")
-    if not cursor.accept("SUSPEND"):
-        cursor.expect("RESUME")
-        return finished(cursor, AlterDynamicTable(name, suspended=False))
-    return finished(cursor, AlterDynamicTable(name, suspended=True))
+    statement = accept_alteration(cursor, name, _ALTERATIONS)
+    if statement is None:
+        cursor.fail("RESUME, SUSPEND, SET PRIMARY KEY or DROP PRIMARY KEY")
+    return statement
+
+
+_ALTERATIONS: dict[tuple[str, ...], Alteration] = {
+    ("SUSPEND",): lambda cursor, name: AlterDynamicTable(name, suspended=True),
+    ("RESUME",): lambda cursor, name: AlterDynamicTable(name, suspended=False),
+    **key_alterations(AlterDynamicTablePrimaryKey, "dynamic table"),
+}
 
 
 def parse_refresh_history(cursor: TokenCursor, grammar: Grammar) -> Statement:

@@ -1,4 +1,5 @@
-"""Table DDL and metadata statements: CREATE, DROP, ALTER … SET PROPERTIES, DESC, SHOW, HISTORY."""
+"""Table DDL and metadata statements: CREATE, DROP, ALTER … SET PROPERTIES | SET/DROP PRIMARY KEY,
+DESC, SHOW, HISTORY."""
 
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ from pyspark.sql import SparkSession
 
 from lake_assets.core.catalog import Catalog, unknown_table
 from lake_assets.core.delta import delta_ref, history, quote_name, row_changes, sql_string
+from lake_assets.core.entries import CatalogObject
 from lake_assets.core.errors import LakeError
 from lake_assets.core.lifecycle import name_taken
 from lake_assets.core.results import Result
-from lake_assets.tables.entry import TableEntry
+from lake_assets.tables.entry import TableEntry, declared_key
 from lake_assets.tables.grammar import (
+    AlterTablePrimaryKey,
     AlterTableProperties,
     CreateTable,
     DescribeHistory,
@@ -62,7 +65,11 @@ def create_table(session: LakeSession, stmt: CreateTable) -> Result:
     ]
     create_delta_table(session.spark, location, columns, stmt.comment)
     try:
-        entry = catalog.add(TableEntry(stmt.name, location, stmt.columns, stmt.comment))
+        entry = catalog.add(
+            TableEntry(
+                stmt.name, location, stmt.columns, stmt.comment, primary_key=stmt.primary_key
+            )
+        )
     except LakeError:
         remove_files(location)
         raise
@@ -142,6 +149,31 @@ def set_properties(
     )
 
 
+def alter_primary_key(session: LakeSession, stmt: AlterTablePrimaryKey) -> Result:
+    return set_primary_key(session.catalog, TableEntry, stmt.name, stmt.primary_key)
+
+
+def set_primary_key(
+    catalog: Catalog, kind: type[CatalogObject], name: str, key: tuple[str, ...]
+) -> Result:
+    """Declare, replace or (with no columns) drop the key of a table or dynamic table: only the
+    catalog changes, as nothing enforces the key."""
+    other = catalog.find_relation(name)
+    if other is not None and not isinstance(other, kind) and hasattr(other, "primary_key"):
+        words = other.CREATE.removeprefix("CREATE ")
+        raise LakeError(f"{name} is a {other.LABEL}", f"alter its key with ALTER {words} {name}")
+    entry = catalog.update(
+        kind,
+        name,
+        lambda entry: replace(
+            entry, primary_key=declared_key(f"{entry.LABEL} {name}", entry.columns, key)
+        ),
+    )
+    if not key:
+        return Result.status(f"{entry.LABEL} {name} has no primary key")
+    return Result.status(f"{entry.LABEL} {name} has primary key ({', '.join(entry.primary_key)})")
+
+
 def _stored_relation(session: LakeSession, name: str) -> Any:
     """A table or dynamic table: a relation with columns and a Delta location of its own."""
     entry = session.catalog.relation(name)
@@ -153,9 +185,10 @@ def _stored_relation(session: LakeSession, name: str) -> Any:
 
 def describe_table(session: LakeSession, stmt: DescribeTable) -> Result:
     entry = _stored_relation(session, stmt.name)
+    positions = {name: position for position, name in enumerate(entry.primary_key, start=1)}
     return Result(
-        ["column_name", "data_type", "comment"],
-        [(column.name, column.type, column.comment) for column in entry.columns],
+        ["column_name", "data_type", "comment", "primary_key"],
+        [(c.name, c.type, c.comment, positions.get(c.name)) for c in entry.columns],
     )
 
 

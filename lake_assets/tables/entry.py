@@ -1,16 +1,22 @@
-"""A table as the catalog keeps it."""
+"""A table as the catalog keeps it, and the check every declared primary key passes."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from lake_assets.core.entries import RELATION, CatalogObject, Column
+from lake_assets.core.errors import LakeError
+
+# Types whose values are not atomic: rows cannot be told apart by them.
+_COMPLEX_TYPES = ("ARRAY", "MAP", "STRUCT", "VARIANT")
 
 
 @dataclass(frozen=True)
 class TableEntry(CatalogObject):
-    """A Delta table the lakehouse owns; `properties` are the seed-level ones (change_tracking)."""
+    """A Delta table the lakehouse owns; `properties` are the seed-level ones (change_tracking);
+    `primary_key` is declared for readers (changelog exports), never enforced on writes."""
 
     NAMESPACE: ClassVar[str] = RELATION
     KIND: ClassVar[str] = "table"
@@ -23,9 +29,32 @@ class TableEntry(CatalogObject):
     columns: tuple[Column, ...]
     comment: str | None = None
     properties: dict[str, str] = field(default_factory=dict)
+    primary_key: tuple[str, ...] = ()
     version: int | None = None
     row_count: int | None = None
 
     @property
     def change_tracking(self) -> bool:
         return self.properties.get("change_tracking", "false").lower() == "true"
+
+
+def declared_key(what: str, columns: Sequence[Column], key: Sequence[str]) -> tuple[str, ...]:
+    """The key's columns in their declared spelling, so that the catalog matches the schema;
+    `what` names the table ("table t") in the errors."""
+    by_name = {column.name.lower(): column for column in columns}
+    declared = []
+    for name in key:
+        column = by_name.get(name.lower())
+        if column is None:
+            raise LakeError(
+                f"primary key column {name} is not a column of {what}",
+                f"choose among its columns: {', '.join(column.name for column in columns)}",
+            )
+        if column.type.upper().split("<")[0] in _COMPLEX_TYPES:
+            raise LakeError(
+                f"primary key column {column.name} of {what} is {column.type}: a key column "
+                "must be of an atomic type",
+                "key the table by columns of atomic types (numbers, strings, dates, …)",
+            )
+        declared.append(column.name)
+    return tuple(declared)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlglot.tokens import TokenType
@@ -12,11 +13,20 @@ from lake_assets.sql.grammar import Grammar, StatementParser, finished, unsuppor
 from lake_assets.sql.statements import Statement
 from lake_assets.sql.tokens import TokenCursor
 from lake_assets.sql.types import parse_column_type
+from lake_assets.tables.entry import declared_key
 
-CREATE_TABLE = "CREATE TABLE [IF NOT EXISTS] name (col TYPE [COMMENT '…'], …) [COMMENT '…']"
+CREATE_TABLE = (
+    "CREATE TABLE [IF NOT EXISTS] name (col TYPE [PRIMARY KEY] [COMMENT '…'], … "
+    "[, PRIMARY KEY (col, …)]) [COMMENT '…']"
+)
 DROP_TABLE = "DROP TABLE [IF EXISTS] name"
-ALTER_TABLE = "ALTER TABLE name SET PROPERTIES ('change_tracking' = 'true')"
+ALTER_TABLE = (
+    "ALTER TABLE name SET PROPERTIES ('change_tracking' = 'true') | SET PRIMARY KEY (col, …) "
+    "| DROP PRIMARY KEY"
+)
 DESCRIBE = "DESC [TABLE] name | DESC HISTORY name"
+# sqlglot reads PRIMARY KEY as one token, whatever the spacing between the words.
+PRIMARY_KEY = "PRIMARY KEY"
 
 
 @dataclass(frozen=True)
@@ -25,6 +35,7 @@ class CreateTable(Statement):
     columns: tuple[Column, ...]
     comment: str | None = None
     if_not_exists: bool = False
+    primary_key: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -37,6 +48,18 @@ class DropTable(Statement):
 class AlterTableProperties(Statement):
     name: str
     properties: dict[str, str]
+
+
+@dataclass(frozen=True)
+class AlterTablePrimaryKey(Statement):
+    """`ALTER TABLE t SET PRIMARY KEY (col, …)`; DROP PRIMARY KEY is the empty key."""
+
+    name: str
+    primary_key: tuple[str, ...]
+
+
+# What follows `ALTER <kind> name`: the statement it makes, given the cursor and the name.
+Alteration = Callable[[TokenCursor, str], Statement]
 
 
 @dataclass(frozen=True)
@@ -60,9 +83,18 @@ def parse_create_table(cursor: TokenCursor, grammar: Grammar) -> Statement:
     if_not_exists = cursor.accept("IF", "NOT", "EXISTS")
     name = cursor.name("a table name")
     cursor.expect_symbol(TokenType.L_PAREN, "(")
-    columns = [_parse_column(cursor)]
-    while cursor.accept_symbol(TokenType.COMMA):
-        columns.append(_parse_column(cursor))
+    columns: list[Column] = []
+    keys: list[tuple[str, ...]] = []
+    while True:
+        if cursor.accept(PRIMARY_KEY):
+            keys.append(primary_key_columns(cursor, f"table {name}"))
+        else:
+            column, keyed = _parse_column(cursor)
+            columns.append(column)
+            if keyed:
+                keys.append((column.name,))
+        if not cursor.accept_symbol(TokenType.COMMA):
+            break
     cursor.expect_symbol(TokenType.R_PAREN, ")")
     comment = cursor.string("a comment") if cursor.accept("COMMENT") else None
     cursor.expect_end()
@@ -73,14 +105,67 @@ def parse_create_table(cursor: TokenCursor, grammar: Grammar) -> Statement:
             f"column {duplicates[0]} appears twice in table {name}",
             "give every column a distinct name",
         )
-    return CreateTable(name, tuple(columns), comment, if_not_exists)
+    if len(keys) > 1:
+        raise LakeError(
+            f"PRIMARY KEY is given twice in table {name}",
+            "declare the key once: PRIMARY KEY (col, …) with all its columns",
+        )
+    key = declared_key(f"table {name}", columns, keys[0]) if keys else ()
+    return CreateTable(name, tuple(columns), comment, if_not_exists, key)
 
 
-def _parse_column(cursor: TokenCursor) -> Column:
+def _parse_column(cursor: TokenCursor) -> tuple[Column, bool]:
+    """A column, and whether it is declared the key by itself (`id INT PRIMARY KEY`)."""
     name = cursor.identifier("a column name")
     column_type = parse_column_type(cursor, name)
+    keyed = cursor.accept(PRIMARY_KEY)
     comment = cursor.string("a comment") if cursor.accept("COMMENT") else None
-    return Column(name, column_type, comment)
+    return Column(name, column_type, comment), keyed
+
+
+def primary_key_columns(cursor: TokenCursor, what: str) -> tuple[str, ...]:
+    """`(col, …)` after PRIMARY KEY, each once; `declared_key` checks them against the columns."""
+    cursor.expect_symbol(TokenType.L_PAREN, "(")
+    if cursor.accept_symbol(TokenType.R_PAREN):
+        raise LakeError(
+            f"the primary key of {what} lists no column", "name its columns: PRIMARY KEY (col, …)"
+        )
+    names = [cursor.identifier("a key column name")]
+    while cursor.accept_symbol(TokenType.COMMA):
+        names.append(cursor.identifier("a key column name"))
+    cursor.expect_symbol(TokenType.R_PAREN, ")")
+    lowered = [name.lower() for name in names]
+    twice = [name for name, low in zip(names, lowered, strict=True) if lowered.count(low) > 1]
+    if twice:
+        raise LakeError(
+            f"column {twice[0]} appears twice in the primary key of {what}",
+            "name each key column once",
+        )
+    return tuple(names)
+
+
+def key_alterations(
+    statement: type[AlterTablePrimaryKey], label: str
+) -> dict[tuple[str, ...], Alteration]:
+    """SET / DROP PRIMARY KEY, for the ALTER statement of a kind that keeps a key."""
+
+    def set_key(cursor: TokenCursor, name: str) -> Statement:
+        return statement(name, primary_key_columns(cursor, f"{label} {name}"))
+
+    return {
+        ("SET", PRIMARY_KEY): set_key,
+        ("DROP", PRIMARY_KEY): lambda cursor, name: statement(name, ()),
+    }
+
+
+def accept_alteration(
+    cursor: TokenCursor, name: str, alterations: dict[tuple[str, ...], Alteration]
+) -> Statement | None:
+    """The statement of the alteration whose words come next, or None when none does."""
+    for words, alteration in alterations.items():
+        if cursor.accept(*words):
+            return finished(cursor, alteration(cursor, name))
+    return None
 
 
 def parse_drop_table(cursor: TokenCursor, grammar: Grammar) -> Statement:
@@ -94,9 +179,16 @@ def parse_alter_table(cursor: TokenCursor, grammar: Grammar) -> Statement:
     cursor.usage = ALTER_TABLE
     cursor.expect("ALTER", "TABLE")
     name = cursor.name("a table name")
-    if not cursor.accept("SET", "PROPERTIES"):
+    statement = accept_alteration(cursor, name, _ALTERATIONS)
+    if statement is None:
         raise unsupported(cursor.tokens)
-    return finished(cursor, AlterTableProperties(name, cursor.properties()))
+    return statement
+
+
+_ALTERATIONS: dict[tuple[str, ...], Alteration] = {
+    ("SET", "PROPERTIES"): lambda cursor, name: AlterTableProperties(name, cursor.properties()),
+    **key_alterations(AlterTablePrimaryKey, "table"),
+}
 
 
 def parse_describe(cursor: TokenCursor, grammar: Grammar) -> Statement:

@@ -6,6 +6,7 @@ from lake_assets.tables import engine
 from lake_assets.tables.dml import execute_dml
 from lake_assets.tables.grammar import (
     STATEMENTS,
+    AlterTablePrimaryKey,
     AlterTableProperties,
     CreateTable,
     DescribeHistory,
@@ -21,6 +22,7 @@ KIND = Kind(
         CreateTable: engine.create_table,
         DropTable: engine.drop_table,
         AlterTableProperties: engine.alter_properties,
+        AlterTablePrimaryKey: engine.alter_primary_key,
         DescribeTable: engine.describe_table,
         DescribeHistory: engine.describe_history,
         ShowTables: engine.show_tables,

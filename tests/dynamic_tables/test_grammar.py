@@ -8,6 +8,7 @@ from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
 from lake_assets.dynamic_tables.grammar import (
     AlterDynamicTable,
+    AlterDynamicTablePrimaryKey,
     CreateDynamicTable,
     RefreshDynamicTable,
     ShowRefreshHistory,
@@ -87,6 +88,35 @@ def test_the_other_statements(text: str, expected: object) -> None:
     ],
 )
 def test_errors_say_what_and_how(text: str, message: str) -> None:
+    with pytest.raises(LakeError) as caught:
+        parse_statement(text)
+    assert message in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "ALTER DYNAMIC TABLE D SET PRIMARY KEY (Category, dt)",
+            AlterDynamicTablePrimaryKey("d", ("Category", "dt")),
+        ),
+        ("alter dynamic table d drop primary key", AlterDynamicTablePrimaryKey("d", ())),
+    ],
+)
+def test_alter_dynamic_table_primary_key(text: str, expected: object) -> None:
+    assert parse_statement(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("ALTER DYNAMIC TABLE d SET PRIMARY KEY ()", "the primary key of dynamic table d lists"),
+        ("ALTER DYNAMIC TABLE d SET PRIMARY KEY (a, A)", "column a appears twice in the primary"),
+        ("ALTER DYNAMIC TABLE d DROP PRIMARY KEY (a)", "expected the end of the statement"),
+        ("ALTER DYNAMIC TABLE d SUSPEND NOW", "expected the end of the statement"),
+    ],
+)
+def test_alter_dynamic_table_primary_key_errors(text: str, message: str) -> None:
     with pytest.raises(LakeError) as caught:
         parse_statement(text)
     assert message in str(caught.value)

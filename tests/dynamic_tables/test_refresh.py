@@ -382,3 +382,60 @@ def test_refresh_history_index_is_plain_sqlite(seeded: LakeSession) -> None:
             "SELECT COUNT(*) FROM refresh_history WHERE name = 'sales_summary'"
         ).fetchone()
     assert count == 1
+
+
+def test_a_dynamic_table_key_is_declared_shown_and_kept_by_or_replace(seeded: LakeSession) -> None:
+    (declared,) = seeded.sql("ALTER DYNAMIC TABLE sales_summary SET PRIMARY KEY (CATEGORY)")
+    assert declared.message == "dynamic table sales_summary has primary key (category)"
+    assert dict(rows(seeded, "DESC DYNAMIC TABLE sales_summary"))["primary_key"] == "category"
+    assert [(row[0], row[3]) for row in rows(seeded, "DESC TABLE sales_summary")] == [
+        ("category", 1), ("order_cnt", None), ("total_amount", None), ("avg_amount", None),
+        ("min_date", None), ("max_date", None),
+    ]  # fmt: skip
+    seeded.sql(
+        "CREATE OR REPLACE DYNAMIC TABLE sales_summary AS "
+        "SELECT category, COUNT(*) AS n FROM sales_ods GROUP BY category"
+    )
+    assert seeded.catalog.get(DynamicTableEntry, "sales_summary").primary_key == ("category",)
+    with pytest.raises(LakeError) as raised:
+        seeded.sql(
+            "CREATE OR REPLACE DYNAMIC TABLE sales_summary AS "
+            "SELECT dt, COUNT(*) AS n FROM sales_ods GROUP BY dt"
+        )
+    assert raised.value.what == (
+        "dynamic table sales_summary keeps its primary key (category) when replaced, but primary "
+        "key column category is not a column of dynamic table sales_summary"
+    )
+    assert raised.value.fix == (
+        "return the key's columns from the new query, or first ALTER DYNAMIC TABLE sales_summary "
+        "DROP PRIMARY KEY"
+    )
+    kept = seeded.catalog.get(DynamicTableEntry, "sales_summary")
+    assert (kept.columns[0].name, kept.primary_key) == ("category", ("category",))
+    (dropped,) = seeded.sql("ALTER DYNAMIC TABLE sales_summary DROP PRIMARY KEY")
+    assert dropped.message == "dynamic table sales_summary has no primary key"
+    assert dict(rows(seeded, "DESC DYNAMIC TABLE sales_summary"))["primary_key"] is None
+
+
+def test_a_dynamic_table_key_refuses_complex_and_unknown_columns(lake: LakeSession) -> None:
+    lake.sql("CREATE TABLE t (id BIGINT, name STRING)")
+    lake.sql("CREATE DYNAMIC TABLE d AS SELECT id, array(name, name) AS names FROM t")
+    with pytest.raises(LakeError) as raised:
+        lake.sql("ALTER DYNAMIC TABLE d SET PRIMARY KEY (id, names)")
+    assert raised.value.what == (
+        "primary key column names of dynamic table d is ARRAY<STRING>: a key column must be of "
+        "an atomic type"
+    )
+    with pytest.raises(LakeError) as raised:
+        lake.sql("ALTER DYNAMIC TABLE d SET PRIMARY KEY (name)")
+    assert str(raised.value) == (
+        "primary key column name is not a column of dynamic table d — choose among its columns: "
+        "id, names"
+    )
+    with pytest.raises(LakeError) as raised:
+        lake.sql("ALTER TABLE d SET PRIMARY KEY (id)")
+    assert str(raised.value) == "d is a dynamic table — alter its key with ALTER DYNAMIC TABLE d"
+    with pytest.raises(LakeError) as raised:
+        lake.sql("ALTER DYNAMIC TABLE nowhere SET PRIMARY KEY (id)")
+    assert raised.value.what == "dynamic table nowhere does not exist"
+    assert lake.catalog.get(DynamicTableEntry, "d").primary_key == ()

@@ -129,8 +129,8 @@ def test_change_tracking_turns_on_the_change_data_feed(
 
 def test_describe_and_show_read_the_catalog(seeded: LakeSession) -> None:
     (described,) = seeded.sql("DESC TABLE sales_source")
-    assert described.columns == ["column_name", "data_type", "comment"]
-    assert list(described.rows)[3] == ("amount", "DECIMAL(10,2)", "Amount")
+    assert described.columns == ["column_name", "data_type", "comment", "primary_key"]
+    assert list(described.rows)[3] == ("amount", "DECIMAL(10,2)", "Amount", None)
     (shown,) = seeded.sql("SHOW TABLES")
     (row,) = shown.rows
     assert row[:5] == ("sales_source", "TABLE", False, 5, 1)
@@ -225,3 +225,52 @@ def test_unknown_property_is_refused(lake: LakeSession) -> None:
     lake.sql("CREATE TABLE a (id INT)")
     with pytest.raises(LakeError, match="unknown table property 'retention'"):
         lake.sql("ALTER TABLE a SET PROPERTIES ('retention' = '7')")
+
+
+def test_a_declared_key_is_shown_by_desc_and_not_enforced(
+    spark: SparkSession, lake: LakeSession
+) -> None:
+    lake.sql("CREATE TABLE orders (Id BIGINT, line INT, note STRING, PRIMARY KEY (id, LINE))")
+    assert lake.catalog.get(TableEntry, "orders").primary_key == ("Id", "line")
+    assert rows(lake, "DESC TABLE orders") == [
+        ("Id", "BIGINT", None, 1),
+        ("line", "INT", None, 2),
+        ("note", "STRING", None, None),
+    ]
+    lake.sql("INSERT INTO orders VALUES (1, 1, 'a'), (1, 1, 'b')")
+    assert rows(lake, "SELECT COUNT(*) FROM orders WHERE Id = 1 AND line = 1") == [(2,)]
+
+
+def test_alter_table_sets_replaces_and_drops_the_key_in_the_catalog_only(
+    spark: SparkSession, lake: LakeSession
+) -> None:
+    lake.sql("CREATE TABLE t (a INT, b STRING, c DATE PRIMARY KEY)")
+    (replaced,) = lake.sql("ALTER TABLE t SET PRIMARY KEY (B, a)")
+    assert replaced.message == "table t has primary key (b, a)"
+    assert [row[3] for row in rows(lake, "DESC TABLE t")] == [2, 1, None]
+    (dropped,) = lake.sql("ALTER TABLE T DROP PRIMARY KEY")
+    assert dropped.message == "table t has no primary key"
+    assert lake.catalog.get(TableEntry, "t").primary_key == ()
+    assert [row[3] for row in rows(lake, "DESC TABLE t")] == [None, None, None]
+    assert versions(spark, lake, "t") == [0]  # no Delta commit: the key lives in the catalog
+
+
+def test_alter_key_errors_leave_the_key_as_it_was(lake: LakeSession) -> None:
+    lake.sql("CREATE TABLE t (a INT, b STRING, PRIMARY KEY (a))")
+    with pytest.raises(StatementError) as raised:
+        lake.sql("ALTER TABLE t SET PRIMARY KEY (a, c)")
+    assert (raised.value.what, raised.value.fix) == (
+        "primary key column c is not a column of table t",
+        "choose among its columns: a, b",
+    )
+    assert lake.catalog.get(TableEntry, "t").primary_key == ("a",)
+    with pytest.raises(StatementError) as raised:
+        lake.sql("ALTER TABLE nowhere SET PRIMARY KEY (a)")
+    assert str(raised.value) == (
+        "table nowhere does not exist — check the name with SHOW TABLES or create it with "
+        "CREATE TABLE"
+    )
+    with pytest.raises(StatementError) as raised:
+        lake.sql("ALTER DYNAMIC TABLE t DROP PRIMARY KEY")
+    assert str(raised.value) == "t is a table — alter its key with ALTER TABLE t"
+    assert lake.catalog.get(TableEntry, "t").primary_key == ("a",)
