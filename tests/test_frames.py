@@ -246,9 +246,9 @@ def test_save_as_table_creates_the_table_from_the_frame(session: Session) -> Non
     joined.write.save_as_table("Tier_Totals")
 
     assert session.sql("DESC TABLE tier_totals").collect() == [
-        Row(column_name="tier", data_type="STRING", comment=None),
-        Row(column_name="total", data_type="DECIMAL(20,2)", comment=None),
-        Row(column_name="changes", data_type="BIGINT", comment=None),
+        Row(column_name="tier", data_type="STRING", comment=None, primary_key=None),
+        Row(column_name="total", data_type="DECIMAL(20,2)", comment=None, primary_key=None),
+        Row(column_name="changes", data_type="BIGINT", comment=None, primary_key=None),
     ]
     assert table_rows(session, "tier_totals") == [
         ("gold", Decimal("1000.00"), 1),

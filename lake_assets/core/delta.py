@@ -158,6 +158,12 @@ def log_versions(location: str) -> list[int] | None:
     return None if log is None else _log_versions(log)
 
 
+def local_table(location: str) -> Path | None:
+    """The folder of a Delta table on a local filesystem; None for other stores."""
+    log = _local_log(location)
+    return None if log is None else log.parent
+
+
 def _local_log(location: str) -> Path | None:
     if "://" in location and not location.startswith("file:"):
         return None

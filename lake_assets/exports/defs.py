@@ -18,6 +18,7 @@ from dagster import (
 
 from lake_assets.automation import AUTOMATION_INTERVAL_SECONDS, automation_sensor
 from lake_assets.core.catalog import Catalog
+from lake_assets.core.names import EXPORTS_SENSOR
 from lake_assets.core.settings import LakeSettings
 from lake_assets.exports.engine import Outcome, export_range
 from lake_assets.exports.entry import ExportEntry
@@ -28,7 +29,6 @@ from resources.catalog import CatalogResource
 from resources.spark import DeltaSparkResource
 
 EXPORTS_GROUP = "changelog_exports"
-EXPORTS_SENSOR = "lake_exports"
 # Runs the exports sensor requests carry this tag; a run without it was started by hand.
 TRIGGER_TAG = "lake/export_trigger"
 AUTOMATIC = "AUTOMATIC"

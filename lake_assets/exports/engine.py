@@ -21,7 +21,7 @@ from pyspark.sql.types import StructType
 
 from lake_assets.core import failpoints
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.commits import Marker, new_record, writer_options
+from lake_assets.core.commits import Marker, find, new_record, writer_options
 from lake_assets.core.delta import Commit, commits_from, log_actions, log_versions, row_changes
 from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
@@ -325,8 +325,14 @@ def _to_table(
     observed.write.format("delta").mode("overwrite").option("replaceWhere", in_range).options(
         **writer_options(record)
     ).save(target.location)
-    record_commit_state(spark, catalog, target, _newest(spark, target.location), None)
-    return counts()
+    written = counts()
+    commit = find(spark, target.location, record, after=target.version or 0)
+    assert commit is not None  # the write above committed it
+    # REPLACE WHERE: the range's records before are deleted, the new ones written.
+    deleted = int(commit.operation_metrics.get("numDeletedRows", -1))
+    changes = (sum(written.values()), 0, deleted) if deleted >= 0 else None
+    record_commit_state(spark, catalog, target, commit.version, changes)
+    return written
 
 
 def _to_volume(

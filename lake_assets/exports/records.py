@@ -72,14 +72,15 @@ def records_query(
     first, last = commits[0][0], commits[-1][0]
     keys = ", ".join(quote_name(column.name) for column in key)
     times = ", ".join(f"({version}, {millis})" for version, millis in commits)
+    at, ms = f"t.{_COMMIT}", f"t.{_MILLIS}"
     fields = [f"{sql_string(column.name)}, {quote_name(column.name)}" for column in values]
     image = f"named_struct({', '.join(fields or ['1, 1'])})"
     changes = (
-        f"SELECT /*+ BROADCAST(t) */ {keys}, {image} AS __lake_image, t.v AS {_COMMIT}, "
-        f"t.ms AS {_MILLIS}, "
+        f"SELECT /*+ BROADCAST(t) */ {keys}, {image} AS __lake_image, {at} AS {_COMMIT}, "
+        f"{ms} AS {_MILLIS}, "
         f"IF(_change_type IN ('delete', 'update_preimage'), 0, 1) AS {_SIDE} "
         f"FROM table_changes_by_path({sql_string(location)}, {int(first)}, {int(last)}) AS c "
-        f"JOIN (VALUES {times}) AS t(v, ms) ON c._commit_version = t.v"
+        f"JOIN (VALUES {times}) AS t({_COMMIT}, {_MILLIS}) ON c._commit_version = {at}"
     )
     paired = (
         f"SELECT {keys}, {_COMMIT}, first({_MILLIS}) AS {_MILLIS}, "

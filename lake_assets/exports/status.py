@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from dataclasses import astuple, dataclass, fields
 from datetime import UTC, datetime
+from typing import Any
 
+from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.delta import delta_ref, latest_version, sql_string
+from lake_assets.core.delta import delta_ref, history, local_table, row_changes, sql_string
 from lake_assets.core.entries import Column
 from lake_assets.tables.dml import record_commit_state
 from lake_assets.tables.entry import TableEntry
@@ -40,12 +42,26 @@ COLUMNS = tuple(Column(f.name, _TYPES[str(f.type)]) for f in fields(Status))
 
 
 def runs(spark: SparkSession, table: TableEntry, export: str, source: str) -> list[Status]:
-    """The export's runs on `source`, oldest first."""
-    rows = spark.sql(
-        f"SELECT * FROM {delta_ref(table.location)} WHERE export = {sql_string(export)} "
-        f"AND source = {sql_string(source)} ORDER BY exported_at"
-    ).collect()
-    return [Status(**{c.name: row[c.name] for c in COLUMNS}) for row in rows]
+    """The export's runs on `source`, oldest first; a local table is read with delta-rs, in
+    milliseconds rather than a Spark job's second, as every export reads it first."""
+    folder = local_table(table.location)
+    if folder is None:
+        rows = spark.sql(
+            f"SELECT * FROM {delta_ref(table.location)} WHERE export = {sql_string(export)} "
+            f"AND source = {sql_string(source)}"
+        ).collect()
+        found = [Status(**{c.name: row[c.name] for c in COLUMNS}) for row in rows]
+    else:
+        matching = DeltaTable(str(folder)).to_pyarrow_table(
+            filters=[("export", "=", export), ("source", "=", source)]
+        )
+        found = [_status(row) for row in matching.to_pylist()]
+    return sorted(found, key=lambda run: run.exported_at)
+
+
+def _status(row: dict[str, Any]) -> Status:
+    """A row as delta-rs reads it (timestamps in UTC) as Spark would (naive UTC)."""
+    return Status(**{**row, "exported_at": row["exported_at"].replace(tzinfo=None)})
 
 
 def record(spark: SparkSession, catalog: Catalog, table: TableEntry, status: Status) -> None:
@@ -64,8 +80,11 @@ def forget(spark: SparkSession, catalog: Catalog, table: TableEntry, export: str
 
 
 def _settled(spark: SparkSession, catalog: Catalog, table: TableEntry) -> None:
-    """The table's version and row count after a write, in the catalog."""
-    record_commit_state(spark, catalog, table, latest_version(spark, table.location), None)
+    """The table's version and row count after a write, in the catalog (from the commit's
+    metrics when it follows the version the catalog knows)."""
+    (commit,) = history(spark, table.location, 1)
+    changes = row_changes(commit.operation or "", commit.operation_metrics)
+    record_commit_state(spark, catalog, table, commit.version, changes)
 
 
 def now() -> datetime:
