@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC
 from typing import TYPE_CHECKING, TypeVar
 
+from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -34,6 +35,7 @@ from lake_assets.exports.grammar import CreateExport, ExportChangelog, TimeRange
 from lake_assets.exports.records import (
     DUPLICATE_KEY,
     OP_TYPE,
+    RECORD_NAMES,
     OpType,
     record_columns,
     records_query,
@@ -172,6 +174,13 @@ def create_export(session: LakeSession, stmt: CreateExport) -> Result:
         return taken
     source = _source(catalog, stmt.source)
     keys, _ = _key_columns(source, source.primary_key)
+    taken = [column.name for column in keys if column.name.lower() in RECORD_NAMES]
+    if taken:
+        raise LakeError(
+            f"changelog export {stmt.name}: key column {taken[0]} of {source.name} has the name "
+            "of a record column, which its records could not hold beside it",
+            f"export a table whose key columns are not named {', '.join(RECORD_NAMES)}",
+        )
     if stmt.to_volume is not None:
         catalog.get(VolumeEntry, stmt.to_volume)
     if stmt.to_table is not None:
@@ -327,7 +336,8 @@ def _to_table(
     ).save(target.location)
     written = counts()
     commit = find(spark, target.location, record, after=target.version or 0)
-    assert commit is not None  # the write above committed it
+    if commit is None:  # nothing to add or remove: Delta commits nothing
+        return written
     # REPLACE WHERE: the range's records before are deleted, the new ones written.
     deleted = int(commit.operation_metrics.get("numDeletedRows", -1))
     changes = (sum(written.values()), 0, deleted) if deleted >= 0 else None
@@ -368,7 +378,7 @@ def _retrying(export: ExportEntry, action: Callable[[], T]) -> T:
     for attempt in range(export.max_retries + 1):
         try:
             return action()
-        except PySparkException as error:
+        except (PySparkException, Py4JJavaError) as error:  # a failed write is the second
             if attempt == export.max_retries or not _transient(error):
                 raise _explained(export, error) from error
         time.sleep(min(_BACKOFF_SECONDS * 2**attempt, _BACKOFF_CAP))
@@ -380,10 +390,11 @@ def _transient(error: BaseException) -> bool:
     return any(mark in text for mark in _TRANSIENT) and not any(m in text for m in _NOT_TRANSIENT)
 
 
-def _explained(export: ExportEntry, error: PySparkException) -> BaseException:
-    """Failures an export can name better than Spark does; others as they are."""
+def _explained(export: ExportEntry, error: Exception) -> BaseException:
+    """Failures an export can name better than Spark does (by their condition: a message may
+    quote the query, and so the duplicate key check's text); others as they are."""
     text = str(error)
-    if DUPLICATE_KEY in text:
+    if f"[USER_RAISED_EXCEPTION] {DUPLICATE_KEY}" in text:
         return LakeError(
             f"changelog export {export.name}: two rows of one commit of {export.source} share "
             f"the primary key ({', '.join(export.key)})",

@@ -27,6 +27,7 @@ COLUMN_NAME, VERSION, COLUMN_VALUE, OP_TYPE, SEQUENCE_INFO = (
 )
 # The message an export fails with when two rows of one commit share a key (see engine).
 DUPLICATE_KEY = "lake: two rows of one commit share the primary key"
+RECORD_NAMES = (COLUMN_NAME, VERSION, COLUMN_VALUE, OP_TYPE, SEQUENCE_INFO)
 # Working columns: a change's side (0 old image, 1 new), its commit, the images, their counts.
 _SIDE, _COMMIT, _BEFORE, _AFTER = "__lake_side", "__lake_commit", "__lake_before", "__lake_after"
 _OLD, _NEW, _MILLIS, _RECORD, _POSITION = (
@@ -74,7 +75,7 @@ def records_query(
     times = ", ".join(f"({version}, {millis})" for version, millis in commits)
     at, ms = f"t.{_COMMIT}", f"t.{_MILLIS}"
     fields = [f"{sql_string(column.name)}, {quote_name(column.name)}" for column in values]
-    image = f"named_struct({', '.join(fields or ['1, 1'])})"
+    image = "named_struct(" + ", ".join(fields or ["'__lake', 1"]) + ")"
     changes = (
         f"SELECT /*+ BROADCAST(t) */ {keys}, {image} AS __lake_image, {at} AS {_COMMIT}, "
         f"{ms} AS {_MILLIS}, "
