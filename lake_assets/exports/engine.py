@@ -23,7 +23,15 @@ from pyspark.sql.types import StructType
 from lake_assets.core import failpoints
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.commits import Marker, find, new_record, writer_options
-from lake_assets.core.delta import Commit, commits_from, log_actions, log_versions, row_changes
+from lake_assets.core.delta import (
+    Commit,
+    commits_from,
+    history,
+    latest_version,
+    log_actions,
+    log_versions,
+    row_changes,
+)
 from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
 from lake_assets.core.lifecycle import drop_object, name_taken
@@ -262,7 +270,7 @@ def _scan(
 ) -> Span | None:
     """The range's commits, scanned from where the status says to start; None when the range
     was exported in full, or as far as the table's newest commit, already."""
-    latest_known = _newest(spark, source.location)
+    latest_known = latest_version(spark, source.location)
     same = [run for run in runs if (run.range_start, run.range_end) == (window.start, window.end)]
     if same and (same[-1].complete or same[-1].last_version >= latest_known):
         return None
@@ -291,16 +299,10 @@ def _scan(
     return Span(tuple(commits), begin, last, read, complete)
 
 
-def _newest(spark: SparkSession, location: str) -> int:
-    versions = log_versions(location)
-    return (
-        versions[0] if versions else next(reversed(list(commits_from(spark, location, 0)))).version
-    )
-
-
 def _oldest(spark: SparkSession, location: str) -> int:
+    """The oldest commit kept (log retention removes older ones)."""
     versions = log_versions(location)
-    return versions[-1] if versions else next(commits_from(spark, location, 0)).version
+    return versions[-1] if versions else history(spark, location)[-1].version
 
 
 def _millis(commit: Commit) -> int:
