@@ -28,15 +28,11 @@ COLUMN_NAME, VERSION, COLUMN_VALUE, OP_TYPE, SEQUENCE_INFO = (
 # The message an export fails with when two rows of one commit share a key (see engine).
 DUPLICATE_KEY = "lake: two rows of one commit share the primary key"
 RECORD_NAMES = (COLUMN_NAME, VERSION, COLUMN_VALUE, OP_TYPE, SEQUENCE_INFO)
-# Working columns: a change's side (0 old image, 1 new), its commit, the images, their counts.
-_SIDE, _COMMIT, _BEFORE, _AFTER = "__lake_side", "__lake_commit", "__lake_before", "__lake_after"
-_OLD, _NEW, _MILLIS, _RECORD, _POSITION = (
-    "__lake_old",
-    "__lake_new",
-    "__lake_millis",
-    "__lake_record",
-    "__lake_position",
-)
+# Working columns: a change's side (0 old image, 1 new) and image, its commit and the commit's
+# time, the images paired, and a record's parts (column name, position, op, value).
+_SIDE, _IMAGE, _COMMIT, _MILLIS = "__lake_side", "__lake_image", "__lake_commit", "__lake_millis"
+_BEFORE, _AFTER = "__lake_before", "__lake_after"
+_NAME, _POSITION, _OP, _VALUE = "__lake_name", "__lake_position", "__lake_op", "__lake_value"
 _COMPLEX = ("array<", "map<", "struct<")
 
 
@@ -73,50 +69,53 @@ def records_query(
     first, last = commits[0][0], commits[-1][0]
     keys = ", ".join(quote_name(column.name) for column in key)
     times = ", ".join(f"({version}, {millis})" for version, millis in commits)
-    at, ms = f"t.{_COMMIT}", f"t.{_MILLIS}"
     fields = [f"{sql_string(column.name)}, {quote_name(column.name)}" for column in values]
     image = "named_struct(" + ", ".join(fields or ["'__lake', 1"]) + ")"
     changes = (
-        f"SELECT /*+ BROADCAST(t) */ {keys}, {image} AS __lake_image, {at} AS {_COMMIT}, "
-        f"{ms} AS {_MILLIS}, "
+        f"SELECT {keys}, {image} AS {_IMAGE}, c._commit_version AS {_COMMIT}, "
         f"IF(_change_type IN ('delete', 'update_preimage'), 0, 1) AS {_SIDE} "
-        f"FROM table_changes_by_path({sql_string(location)}, {int(first)}, {int(last)}) AS c "
-        f"JOIN (VALUES {times}) AS t({_COMMIT}, {_MILLIS}) ON c._commit_version = {at}"
+        f"FROM table_changes_by_path({sql_string(location)}, {int(first)}, {int(last)}) AS c"
     )
     paired = (
-        f"SELECT {keys}, {_COMMIT}, first({_MILLIS}) AS {_MILLIS}, "
-        f"first(IF({_SIDE} = 0, __lake_image, NULL), true) AS {_BEFORE}, "
-        f"first(IF({_SIDE} = 1, __lake_image, NULL), true) AS {_AFTER}, "
-        f"count_if({_SIDE} = 0) AS {_OLD}, count_if({_SIDE} = 1) AS {_NEW} "
-        f"FROM ({changes}) GROUP BY {keys}, {_COMMIT}"
+        f"SELECT {keys}, {_COMMIT}, "
+        f"first(IF({_SIDE} = 0, {_IMAGE}, NULL), true) AS {_BEFORE}, "
+        f"first(IF({_SIDE} = 1, {_IMAGE}, NULL), true) AS {_AFTER} "
+        f"FROM ({changes}) GROUP BY {keys}, {_COMMIT} "
+        f"HAVING assert_true(count_if({_SIDE} = 0) <= 1 AND count_if({_SIDE} = 1) <= 1, "
+        f"{sql_string(DUPLICATE_KEY)}) IS NULL"
     )
     row_deleted = (
         f"array(named_struct('n', CAST(NULL AS STRING), 'p', 0, 'o', "
         f"{sql_string(OpType.DELETE_ROW)}, 'v', CAST(NULL AS STRING)))"
     )
     per_column = (
-        "filter(array("
+        "array("
         + ", ".join(_column_record(column, position) for position, column in enumerate(values, 1))
-        + "), r -> r.o IS NOT NULL)"
+        + ")"
         if values
         else "CAST(array() AS ARRAY<STRUCT<n: STRING, p: INT, o: STRING, v: STRING>>)"
     )
+    parts = ", ".join((_NAME, _POSITION, _OP, _VALUE))
+    # A column a change leaves be has a record whose op is NULL, dropped here: an array filter
+    # would be interpreted row by row (higher-order functions have no generated code).
     exploded = (
-        f"SELECT {keys}, {_COMMIT}, {_MILLIS}, {_RECORD} FROM ({paired}) "
-        f"LATERAL VIEW explode(IF({_AFTER} IS NULL, {row_deleted}, {per_column})) AS {_RECORD} "
-        f"WHERE assert_true({_OLD} <= 1 AND {_NEW} <= 1, {sql_string(DUPLICATE_KEY)}) IS NULL"
+        f"SELECT /*+ BROADCAST(t) */ {keys}, g.{_COMMIT}, t.{_MILLIS}, {parts} "
+        f"FROM ({paired}) AS g "
+        f"JOIN (VALUES {times}) AS t({_COMMIT}, {_MILLIS}) ON g.{_COMMIT} = t.{_COMMIT} "
+        f"LATERAL VIEW inline(IF({_AFTER} IS NULL, {row_deleted}, {per_column})) AS {parts} "
+        f"WHERE {_OP} IS NOT NULL"
     )
     sequence = ""
     if sequence_info:
-        order = ", ".join([*(quote_name(c.name) for c in key), f"{_RECORD}.p"])
+        order = ", ".join([*(quote_name(c.name) for c in key), _POSITION])
         position = f"row_number() OVER (PARTITION BY {_COMMIT} ORDER BY {order})"
         sequence = (
             f", concat(lpad(CAST({_COMMIT} AS STRING), 20, '0'), ':', "
             f"lpad(CAST({position} AS STRING), 10, '0')) AS {SEQUENCE_INFO}"
         )
     return (
-        f"SELECT {keys}, {_RECORD}.n AS {COLUMN_NAME}, {_MILLIS} AS {VERSION}, "
-        f"{_RECORD}.v AS {COLUMN_VALUE}, {_RECORD}.o AS {OP_TYPE}{sequence} FROM ({exploded})"
+        f"SELECT {keys}, {_NAME} AS {COLUMN_NAME}, {_MILLIS} AS {VERSION}, "
+        f"{_VALUE} AS {COLUMN_VALUE}, {_OP} AS {OP_TYPE}{sequence} FROM ({exploded})"
     )
 
 

@@ -218,7 +218,7 @@ def staged(
     its files are put into a volume whole, never written there in pieces."""
     staging = staging_root / f"export-{uuid.uuid4().hex}"
     try:
-        frame.coalesce(1).write.format(file_format.lower()).options(**options).save(str(staging))
+        frame.repartition(1).write.format(file_format.lower()).options(**options).save(str(staging))
         yield sorted(staging.glob(f"part-*.{_EXTENSIONS[file_format]}*"))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
