@@ -48,10 +48,22 @@ class LakeSettings:
     load_history_days: float = 7.0
     spark_remote: str | None = None
     stream_partitions: int = DEFAULT_STREAM_PARTITIONS
+    catalog_url: str | None = None
+    warehouse_url: str | None = None
 
     @property
     def catalog_path(self) -> Path:
         return self.lake_home / "catalog.db"
+
+    @property
+    def catalog_location(self) -> str:
+        """LAKE_CATALOG_URL (a shared Postgres), or the embedded SQLite file under LAKE_HOME."""
+        return self.catalog_url or str(self.catalog_path)
+
+    @property
+    def warehouse_location(self) -> str:
+        """LAKE_WAREHOUSE (`s3a://bucket/prefix`, no trailing slash), or the local warehouse."""
+        return self.warehouse_url.rstrip("/") if self.warehouse_url else str(self.warehouse)
 
     @property
     def warehouse(self) -> Path:
@@ -75,4 +87,6 @@ class LakeSettings:
             load_history_days=float(env.get("LAKE_LOAD_HISTORY_DAYS") or 7),
             spark_remote=env.get("LAKE_SPARK_REMOTE") or None,
             stream_partitions=int(env.get("LAKE_STREAM_PARTITIONS") or DEFAULT_STREAM_PARTITIONS),
+            catalog_url=env.get("LAKE_CATALOG_URL") or None,
+            warehouse_url=env.get("LAKE_WAREHOUSE") or None,
         )

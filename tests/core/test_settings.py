@@ -8,7 +8,14 @@ import pytest
 
 from lake_assets.core.settings import DEFAULT_SPARK_MASTER, LakeSettings
 
-LAKE_VARIABLES = ("LAKE_HOME", "LAKE_SPARK_MASTER", "LAKE_JARS_DIR", "LAKE_SPARK_CONF")
+LAKE_VARIABLES = (
+    "LAKE_HOME",
+    "LAKE_SPARK_MASTER",
+    "LAKE_JARS_DIR",
+    "LAKE_SPARK_CONF",
+    "LAKE_CATALOG_URL",
+    "LAKE_WAREHOUSE",
+)
 
 
 @pytest.fixture
@@ -31,6 +38,16 @@ def test_defaults_put_the_lake_under_dagster_home(env, tmp_path):
     assert settings.spark_master == DEFAULT_SPARK_MASTER == "local[2]"
     assert settings.jars_dir == tmp_path / "cache" / "lake-assets" / "jars"
     assert settings.spark_conf == {}
+    assert settings.catalog_location == str(lake / "catalog.db")
+    assert settings.warehouse_location == str(lake / "warehouse")
+
+
+def test_a_shared_catalog_and_an_object_storage_warehouse_come_from_urls(env):
+    env.setenv("LAKE_CATALOG_URL", "postgresql+psycopg://lake@127.0.0.1:5432/lake")
+    env.setenv("LAKE_WAREHOUSE", "s3a://bucket/lake/")
+    settings = LakeSettings.from_env()
+    assert settings.catalog_location == "postgresql+psycopg://lake@127.0.0.1:5432/lake"
+    assert settings.warehouse_location == "s3a://bucket/lake"
 
 
 def test_without_dagster_home_the_lake_is_under_the_working_directory(env, tmp_path):
