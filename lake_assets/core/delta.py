@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from pyspark.sql import SparkSession
 
@@ -20,6 +22,8 @@ COMMIT_TAG_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 MATERIALIZE_SOURCE_CONF = "spark.databricks.delta.merge.materializeSource"
 
 _COMMIT_FILE = re.compile(r"\d{20}\.json")
+# Object stores whose Delta logs are read without Spark.
+_OBJECT_SCHEMES = ("s3a", "s3", "s3n")
 
 
 class Commit(NamedTuple):
@@ -76,18 +80,18 @@ def quote_name(name: str) -> str:
 
 
 def history(spark: SparkSession | None, location: str, limit: int | None = None) -> list[Commit]:
-    """Commit history, newest first. A table on a local filesystem is read straight from its
-    transaction log (no Spark job: a refresh or load asks this several times, and sensors, which
-    pass no `spark`, too); others through DESCRIBE HISTORY."""
-    # Local logs are parsed by hand. deltalake (delta-rs 1.6.6) returns the same commits for our
-    # tables (deletion vectors, row tracking, v2 checkpoints included) but costs ~100 ms to import
-    # and 4-12 ms per table opened against ~1 ms here; it is the candidate for logs in S3.
-    log = _local_log(location)
+    """Commit history, newest first. A table on a local filesystem or in S3 is read straight
+    from its transaction log (no Spark job: a refresh or load asks this several times, and
+    sensors, which pass no `spark`, too); others through DESCRIBE HISTORY."""
+    # Logs are parsed by hand. deltalake (delta-rs 1.6.6) returns the same commits for our tables
+    # (deletion vectors, row tracking, v2 checkpoints included) but costs ~100 ms to import and
+    # 4-12 ms per table opened against ~1 ms here.
+    log = _log(location)
     if log is not None:
-        return _log_history(log, limit)
+        return [_log_commit(log, version) for version in log.versions()[:limit]]
     if spark is None:
         raise LakeError(
-            f"the Delta log at {location} is not on a local filesystem: reading it needs Spark",
+            f"the Delta log at {location} is neither local nor in S3: reading it needs Spark",
             "read it in a run, not in a sensor",
         )
     suffix = f" LIMIT {int(limit)}" if limit else ""
@@ -104,13 +108,13 @@ def history(spark: SparkSession | None, location: str, limit: int | None = None)
 
 
 def commits_from(spark: SparkSession | None, location: str, version: int) -> Iterator[Commit]:
-    """The commits from `version` on, oldest first; a local log is read one commit at a time, so
-    that a reader that stops early opens no more of it."""
-    log = _local_log(location)
+    """The commits from `version` on, oldest first; a log read without Spark is read one commit
+    at a time, so that a reader that stops early opens no more of it."""
+    log = _log(location)
     if log is None:
         yield from reversed([c for c in history(spark, location) if c.version >= version])
         return
-    for at in sorted(v for v in _log_versions(log) if v >= version):
+    for at in sorted(v for v in log.versions() if v >= version):
         yield _log_commit(log, at)
 
 
@@ -121,16 +125,16 @@ def latest_version(spark: SparkSession, location: str) -> int:
 def table_properties(
     spark: SparkSession, location: str, version: int | None = None
 ) -> dict[str, str]:
-    """The table's properties at `version` (None: now). A local log's checksum file for that
-    version holds them (no Spark job: a stream reads them every statement); without one, SHOW
+    """The table's properties at `version` (None: now). The log's checksum file for that version
+    holds them (no Spark job: a stream reads them every statement); without one, SHOW
     TBLPROPERTIES answers, with Delta's protocol keys besides."""
-    log = _local_log(location)
+    log = _log(location)
     if log is not None:
-        at = version if version is not None else _log_versions(log)[0]
+        at = version if version is not None else log.versions()[0]
         try:
-            with open(log / f"{at:020d}.crc", encoding="utf-8") as checksum:
-                return dict(json.load(checksum)["metadata"].get("configuration") or {})
-        except (FileNotFoundError, KeyError, ValueError):
+            checksum = json.loads(log.text(f"{at:020d}.crc") or "")
+            return dict(checksum["metadata"].get("configuration") or {})
+        except (KeyError, ValueError):
             pass
     at_version = location if version is None else f"{location}@v{int(version)}"
     return {
@@ -140,57 +144,111 @@ def table_properties(
 
 
 def log_actions(location: str, version: int) -> list[dict[str, Any]] | None:
-    """The actions of one commit, from a local log; None for other stores or an expired one."""
-    log = _local_log(location)
-    if log is None:
-        return None
-    try:
-        with open(log / f"{version:020d}.json", encoding="utf-8") as lines:
-            return [json.loads(line) for line in lines if line.strip()]
-    except FileNotFoundError:
-        return None
+    """The actions of one commit, read without Spark; None for other stores or an expired one."""
+    log = _log(location)
+    text = None if log is None else log.text(f"{version:020d}.json")
+    return None if text is None else [json.loads(line) for line in text.splitlines() if line]
 
 
 def log_versions(location: str) -> list[int] | None:
-    """The table's commit versions, newest first, from a local log without Spark (sensors ask
-    this every few seconds); None for other stores."""
-    log = _local_log(location)
-    return None if log is None else _log_versions(log)
+    """The table's commit versions, newest first, read without Spark (sensors ask this every few
+    seconds); None for stores other than a local filesystem and S3."""
+    log = _log(location)
+    return None if log is None else log.versions()
 
 
 def local_table(location: str) -> Path | None:
     """The folder of a Delta table on a local filesystem; None for other stores."""
-    log = _local_log(location)
-    return None if log is None else log.parent
+    log = _log(location)
+    return log.folder.parent if isinstance(log, _LocalLog) else None
 
 
-def _local_log(location: str) -> Path | None:
-    if "://" in location and not location.startswith("file:"):
+class _Log(Protocol):
+    """A Delta transaction log read without Spark."""
+
+    def versions(self) -> list[int]:
+        """The versions of its commit files, newest first."""
+        ...
+
+    def text(self, name: str) -> str | None:
+        """One of its files, or None when it is not there (expired, or never written)."""
+        ...
+
+
+@dataclass(frozen=True)
+class _LocalLog:
+    folder: Path
+
+    def versions(self) -> list[int]:
+        names = (entry.name for entry in os.scandir(self.folder))
+        return sorted(
+            (int(name[:-5]) for name in names if _COMMIT_FILE.fullmatch(name)), reverse=True
+        )
+
+    def text(self, name: str) -> str | None:
+        try:
+            return (self.folder / name).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+
+
+@dataclass(frozen=True)
+class _ObjectLog:
+    """A log in S3, reached with the standard AWS variables (AWS_ENDPOINT_URL and the
+    credentials), as Spark's S3A connector reaches the warehouse."""
+
+    bucket: str
+    prefix: str
+
+    def versions(self) -> list[int]:
+        pages = (
+            _s3().get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self.prefix)
+        )
+        names = (
+            item["Key"][len(self.prefix) :] for page in pages for item in page.get("Contents", ())
+        )
+        return sorted(
+            (int(name[:-5]) for name in names if _COMMIT_FILE.fullmatch(name)), reverse=True
+        )
+
+    def text(self, name: str) -> str | None:
+        try:
+            answer = _s3().get_object(Bucket=self.bucket, Key=self.prefix + name)
+        except _s3().exceptions.NoSuchKey:
+            return None
+        return answer["Body"].read().decode("utf-8")
+
+
+def _s3() -> Any:
+    """An S3 client through dagster-aws, configured from the environment (one per endpoint)."""
+    return _s3_client(os.environ.get("AWS_ENDPOINT_URL"))
+
+
+@functools.cache
+def _s3_client(endpoint: str | None) -> Any:
+    from dagster_aws.s3 import S3Resource  # imported on use: local lakes never need it
+
+    return S3Resource(endpoint_url=endpoint).get_client()
+
+
+def _log(location: str) -> _Log | None:
+    """The table's log when it is on a local filesystem or in S3."""
+    scheme, _, rest = location.partition("://")
+    if rest and scheme in _OBJECT_SCHEMES:
+        bucket, _, key = rest.partition("/")
+        return _ObjectLog(bucket, f"{key.strip('/')}/_delta_log/".lstrip("/"))
+    if rest and scheme != "file":
         return None
     path = Path(location.removeprefix("file://").removeprefix("file:"))
-    return path / "_delta_log" if path.is_absolute() else None
+    return _LocalLog(path / "_delta_log") if path.is_absolute() else None
 
 
-def _log_history(log: Path, limit: int | None) -> list[Commit]:
-    """Commits from the log's `<version>.json` files and the commitInfo action each carries."""
-    return [_log_commit(log, version) for version in _log_versions(log)[:limit]]
-
-
-def _log_versions(log: Path) -> list[int]:
-    """The versions of the log's commit files, newest first."""
-    return sorted(
-        (int(entry.name[:-5]) for entry in os.scandir(log) if _COMMIT_FILE.fullmatch(entry.name)),
-        reverse=True,
-    )
-
-
-def _log_commit(log: Path, version: int) -> Commit:
+def _log_commit(log: _Log, version: int) -> Commit:
     info: dict[str, Any] = {}
-    with open(log / f"{version:020d}.json", encoding="utf-8") as actions:
-        for line in actions:
-            if line.startswith('{"commitInfo"'):
-                info = json.loads(line)["commitInfo"]
-                break
+    for line in (log.text(f"{version:020d}.json") or "").splitlines():
+        if line.startswith('{"commitInfo"'):
+            info = json.loads(line)["commitInfo"]
+            break
     stamp = datetime.fromtimestamp(info.get("timestamp", 0) / 1000, tz=UTC).replace(tzinfo=None)
     return Commit(
         version,

@@ -9,7 +9,17 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from lake_assets.core.delta import delta_ref, history, session_conf, table_properties
+from lake_assets.core.delta import (
+    commits_from,
+    delta_ref,
+    history,
+    local_table,
+    log_actions,
+    log_versions,
+    session_conf,
+    table_properties,
+)
+from tests.s3_server import ACCESS_ID, ACCESS_KEY, REGION, new_bucket
 
 
 def test_the_log_reader_shows_what_describe_history_shows(
@@ -81,3 +91,35 @@ def test_session_settings_are_put_back_as_they_were_even_after_an_error(
     assert seen == ["1", "x"]
     assert spark.conf.get("spark.sql.shuffle.partitions") == partitions
     assert spark.conf.get(unset, None) is None
+
+
+def test_a_log_in_s3_reads_as_the_same_log_on_disk(
+    spark: SparkSession, tmp_path: Path, s3_endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    location = str(tmp_path / "t")
+    spark.sql(f"CREATE TABLE {delta_ref(location)} (id BIGINT, v STRING) USING delta")
+    spark.sql(f"INSERT INTO {delta_ref(location)} VALUES (1, 'a'), (2, 'b')")
+    spark.sql(f"ALTER TABLE {delta_ref(location)} SET TBLPROPERTIES ('team' = 'data')")
+    spark.sql(f"UPDATE {delta_ref(location)} SET v = 'c' WHERE id = 2")
+    s3, bucket = new_bucket(s3_endpoint)
+    for file in sorted((tmp_path / "t" / "_delta_log").iterdir()):
+        if file.is_file():
+            s3.upload_file(str(file), bucket, f"lake/t/_delta_log/{file.name}")
+    for name, value in (
+        ("AWS_ENDPOINT_URL", s3_endpoint),
+        ("AWS_ACCESS_KEY_ID", ACCESS_ID),
+        ("AWS_SECRET_ACCESS_KEY", ACCESS_KEY),
+        ("AWS_REGION", REGION),
+    ):
+        monkeypatch.setenv(name, value)
+    remote = f"s3a://{bucket}/lake/t/"
+
+    assert log_versions(remote) == log_versions(location) == [3, 2, 1, 0]
+    assert history(None, remote) == history(None, location)
+    assert history(None, remote, 1) == history(None, location)[:1]
+    assert list(commits_from(None, remote, 2)) == list(commits_from(None, location, 2))
+    assert log_actions(remote, 3) == log_actions(location, 3)
+    assert log_actions(remote, 9) is None
+    assert table_properties(spark, remote) == table_properties(spark, location) == {"team": "data"}
+    assert local_table(remote) is None
+    assert history(None, f"s3a://{bucket}/nothing") == []
