@@ -105,7 +105,7 @@ def main() -> int:
             settings, console_log=str(root / "console.log")
         ).spark_session
         print(f"Spark {spark.version}, master {spark.sparkContext.master}, working in {root}")
-        lake = LakeSession(Catalog(settings.catalog_path), settings, lambda: spark)
+        lake = LakeSession(Catalog(settings.catalog_location), settings, lambda: spark)
         return measure(lake, spark, root, args)
     except KeyboardInterrupt:
         return 130

@@ -234,7 +234,7 @@ def main() -> None:
         spark = DeltaSparkResource.from_settings(
             settings, console_log=str(root / "console.log")
         ).spark_session
-        catalog = Catalog(settings.catalog_path)
+        catalog = Catalog(settings.catalog_location)
         lake = LakeSession(catalog, settings, lambda: spark)
 
         started = time.perf_counter()

@@ -164,7 +164,7 @@ def main() -> int:
             settings, console_log=str(root / "console.log")
         ).spark_session
         print(f"Spark {spark.version}, master {spark.sparkContext.master}")
-        lake = LakeSession(Catalog(settings.catalog_path), settings, lambda: spark)
+        lake = LakeSession(Catalog(settings.catalog_location), settings, lambda: spark)
         pipe, plain, _ = load_both(lake, spark, broker.bootstrap, WARM_UP, "w", root)
         print(
             f"warm-up on {warm_up} other messages (JVM, Kafka source, Delta; not counted): "

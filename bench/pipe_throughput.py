@@ -62,7 +62,7 @@ def main() -> None:
         print(f"generated {args.files} files, {size / 2**20:.0f} MB, {rows} rows "
               f"in {time.perf_counter() - started:.1f} s")  # fmt: skip
 
-        session = LakeSession(Catalog(settings.catalog_path), settings, lambda: spark)
+        session = LakeSession(Catalog(settings.catalog_location), settings, lambda: spark)
         session.sql(
             f"CREATE STORAGE CONNECTION c TYPE LOCAL;"
             f"CREATE EXTERNAL VOLUME v LOCATION 'file://{files}/' USING CONNECTION c "

@@ -358,7 +358,7 @@ def main() -> None:
         settings, console_log=str(home / "console.log")
     ).spark_session
     header(spark, settings, args)
-    lake = LakeSession(Catalog(settings.catalog_path), settings, lambda: spark)
+    lake = LakeSession(Catalog(settings.catalog_location), settings, lambda: spark)
     location = prepare(lake, home, args.rows, args.rows_per_file)
     changer = Changer(args.rows, top=args.rows)
     warm_up(lake, location, changer)

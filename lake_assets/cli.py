@@ -93,7 +93,7 @@ def _session(settings: LakeSettings) -> LakeSession:
     resource = DeltaSparkResource.from_settings(
         settings, console_log=str(settings.log_dir / "spark-console.log")
     )
-    catalog = Catalog(settings.catalog_path)
+    catalog = Catalog(settings.catalog_location)
     return LakeSession(
         catalog, settings, lambda: resource.spark_session, changed=dagster_reporter(catalog)
     )

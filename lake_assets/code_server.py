@@ -231,7 +231,7 @@ def serve(settings: LakeSettings, workspace: Path) -> int:
     settings.log_dir.mkdir(parents=True, exist_ok=True)
     servers = CodeServers(directory, settings.log_dir / "code-server.log")
     signal.signal(signal.SIGTERM, _interrupt)
-    catalog = Catalog(settings.catalog_path)
+    catalog = Catalog(settings.catalog_location)
     try:
         served = catalog_fingerprint(catalog)
         server = servers.serve_anew()

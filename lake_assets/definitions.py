@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from dagster import AssetSpec, Definitions, in_process_executor
+from dagster import AssetSpec, Definitions, EnvVar, in_process_executor
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.settings import LakeSettings
@@ -14,8 +14,8 @@ from resources.spark import DeltaSparkResource
 
 
 def build_definitions(settings: LakeSettings) -> Definitions:
-    """Read the catalog (SQLite, no JVM) and merge each kind's definitions with the resources."""
-    catalog = Catalog(settings.catalog_path)
+    """Read the catalog (no JVM) and merge each kind's definitions with the resources."""
+    catalog = Catalog(settings.catalog_location)
     parts = [
         importlib.import_module(kind.defs).build_defs(catalog, settings)
         for kind in KINDS
@@ -29,6 +29,7 @@ def build_definitions(settings: LakeSettings) -> Definitions:
                 "catalog": CatalogResource(
                     lake_home=str(settings.lake_home),
                     load_history_days=settings.load_history_days,
+                    catalog_url=EnvVar("LAKE_CATALOG_URL") if settings.catalog_url else None,
                 ),
             },
             # One JVM per run, not per step: all of a run's Spark work shares one session.

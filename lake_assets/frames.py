@@ -135,7 +135,7 @@ def _lake(settings: LakeSettings, spark: Callable[[], SparkSession]) -> LakeSess
     set (so that the dynamic tables reading a written table refresh)."""
     from lake_assets.changes import dagster_reporter
 
-    catalog = Catalog(settings.catalog_path)
+    catalog = Catalog(settings.catalog_location)
     return LakeSession(catalog, settings, spark, changed=dagster_reporter(catalog))
 
 

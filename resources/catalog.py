@@ -15,13 +15,18 @@ class CatalogResource(ConfigurableResource):
 
     lake_home: str
     load_history_days: float = 7.0
+    # A shared catalog database (LAKE_CATALOG_URL); given as an EnvVar, so its password stays
+    # out of run config and the UI.
+    catalog_url: str | None = None
 
     @property
     def settings(self) -> LakeSettings:
         return LakeSettings(
-            lake_home=Path(self.lake_home), load_history_days=self.load_history_days
+            lake_home=Path(self.lake_home),
+            load_history_days=self.load_history_days,
+            catalog_url=self.catalog_url or None,
         )
 
     @property
     def catalog(self) -> Catalog:
-        return Catalog(self.settings.catalog_path)
+        return Catalog(self.settings.catalog_location)

@@ -17,9 +17,11 @@ from lake_assets.core.settings import LakeSettings
 from lake_assets.session import LakeSession
 from resources.spark import DeltaSparkResource
 from tests.kafka_server import kafka_broker_fixture
+from tests.postgres_server import postgres_url_fixture
 from tests.s3_server import s3_endpoint_fixture
 
 s3_endpoint = s3_endpoint_fixture(scope="session")
+postgres_url = postgres_url_fixture(scope="session")
 kafka_broker = kafka_broker_fixture(scope="session")
 
 # Property tests: a few examples while developing, more in CI (CI=true), or as HYPOTHESIS_PROFILE.

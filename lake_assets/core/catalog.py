@@ -34,6 +34,9 @@ T = TypeVar("T", bound=CatalogObject)
 
 # How long a writer waits for another process's transaction before giving up.
 _LOCK_WAIT_SECONDS = 30
+# Postgres: the advisory lock every writing transaction (and the schema's creation) holds, so
+# that writers take turns as they do on SQLite's one file ("lake" in ASCII).
+_WRITE_LOCK = 0x6C616B65
 
 _schema = sa.MetaData()
 _objects = sa.Table(
@@ -153,7 +156,19 @@ def _engine(url: str) -> Engine:
     """One engine per database and process; a new SQLite file gets WAL mode and the schema."""
     if not url.startswith("sqlite"):
         engine = sa.create_engine(url, pool_pre_ping=True)
-        _schema.create_all(engine)
+        try:
+            with engine.connect() as conn, conn.begin():
+                # Processes opening a new database at once: one creates the tables, the others
+                # wait.
+                _take_write_lock(conn)
+                _schema.create_all(conn)
+        except sa.exc.OperationalError as error:
+            reason = str(error.orig).strip().splitlines()[0]
+            raise LakeError(
+                f"cannot open the catalog database {engine.url!r}: {reason}",
+                "check LAKE_CATALOG_URL (host, port, user, password, database) and that the "
+                "database server is running",
+            ) from None
         return engine
     Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     # No pool: a connection per use, as many processes share the file (sensors, runs, the CLI).
@@ -181,6 +196,12 @@ def _sqlite_begin(conn: Connection) -> None:
     """Writers take the write lock up front: two read-then-write transactions never deadlock."""
     immediate = conn.get_execution_options().get("lake_write", False)
     conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def _take_write_lock(conn: Connection) -> None:
+    """Postgres: wait for the catalog's writer turn, held until this transaction ends."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_WRITE_LOCK)))
 
 
 def _use_wal(conn: Any) -> None:
@@ -217,7 +238,11 @@ class Catalog:
 
     @contextmanager
     def _writing(self) -> Iterator[Connection]:
+        """One writer at a time (SQLite: BEGIN IMMEDIATE; Postgres: an advisory lock), so a
+        transaction's reads still hold when it writes: two processes adding one name, or
+        replacing one object, never both pass the check."""
         with self._engine.connect().execution_options(lake_write=True) as conn, conn.begin():
+            _take_write_lock(conn)
             yield conn
 
     def _insert(self) -> Any:
@@ -312,7 +337,7 @@ class Catalog:
     def update(self, kind: type[T], name: str, change: Callable[[T], T]) -> T:
         """Change an object in one transaction: `change` sees it as it is now."""
         with self._writing() as conn:
-            found = self._select(conn, kind.NAMESPACE, name, lock=True)
+            found = self._select(conn, kind.NAMESPACE, name)
             if found is None:
                 raise kind.unknown(name)
             if not isinstance(found, kind):
@@ -347,14 +372,8 @@ class Catalog:
                         users.append(f"{user.LABEL} {entry.name}")
         return users
 
-    def _select(
-        self, conn: Connection, namespace: str, name: str, lock: bool = False
-    ) -> CatalogObject | None:
-        """`lock`: the row stays this transaction's until it ends (Postgres; SQLite's writer
-        already holds the whole file), so two read-change-writes of one object never interleave."""
+    def _select(self, conn: Connection, namespace: str, name: str) -> CatalogObject | None:
         query = _with_state().where(_objects.c.namespace == namespace, _objects.c.name == name)
-        if lock:
-            query = query.with_for_update(of=_objects)
         row = conn.execute(query).first()
         return _entry(row) if row is not None else None
 

@@ -50,7 +50,7 @@ def ingest_run_config(table: str, pipe: str, files: list[str] | None = None) -> 
 
 def running_pipe(settings: LakeSettings, name: str) -> tuple[Catalog, PipeEntry] | SkipReason:
     """The pipe as the catalog has it now, or why its sensor skips (dropped or paused)."""
-    catalog = Catalog(settings.catalog_path)
+    catalog = Catalog(settings.catalog_location)
     current = catalog.find(PipeEntry, name)
     if current is None:
         return SkipReason(f"pipe {name} was dropped")

@@ -299,7 +299,7 @@ def streams_sensor(settings: LakeSettings) -> SensorDefinition:
         tick = Tick()
         limit = max(1, settings.stream_partitions)
         # The catalog before the logs: an offset read first is never past the latest version.
-        for entry in Catalog(settings.catalog_path).entries(StreamEntry):
+        for entry in Catalog(settings.catalog_location).entries(StreamEntry):
             seen = before.get(entry.name)
             try:
                 seen = track(context, entry, seen, limit, tick)

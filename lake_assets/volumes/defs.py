@@ -140,7 +140,7 @@ def volume_asset(volume: VolumeEntry, settings: LakeSettings) -> AssetsDefinitio
             name=f"observe_volume_{volume.name}", specs=[volume_spec(volume)]
         )
         def observe() -> ObserveResult:
-            catalog = Catalog(settings.catalog_path)
+            catalog = Catalog(settings.catalog_location)
             current = catalog.get(VolumeEntry, volume.name)
             observed = volume_observation(current, volume_files(catalog, settings, current))
             return ObserveResult(
@@ -163,7 +163,7 @@ def volumes_sensor(names: list[str], settings: LakeSettings) -> SensorDefinition
         description="observes every volume: its listing's digest is its data version",
     )
     def observe_volumes(context: SensorEvaluationContext) -> SensorResult | SkipReason:
-        catalog = Catalog(settings.catalog_path)
+        catalog = Catalog(settings.catalog_location)
         graph = context.repository_def.asset_graph
         observations = []
         for name in names:
@@ -327,7 +327,7 @@ def directories_sensor(
         description="refreshes the directory table of every volume a stream reads",
     )
     def watch_directories(context: SensorEvaluationContext) -> SensorResult:
-        catalog = Catalog(settings.catalog_path)
+        catalog = Catalog(settings.catalog_location)
         found = [catalog.find(VolumeEntry, volume.name) for volume in volumes]
         current = [volume for volume in found if volume is not None]
         listed = _listed_at(context.cursor)

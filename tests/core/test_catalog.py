@@ -1,4 +1,5 @@
-"""The SQLite catalog: table registration, properties, commit state, and many writers at once."""
+"""The catalog on SQLite and on Postgres: table registration, properties, commit state, and many
+writers at once."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
 from lake_assets.tables.entry import TableEntry
+from resources.spark_server import free_port
+from tests.postgres_server import new_database
 
 COLUMNS = (Column("id", "BIGINT", "Order ID"), Column("amount", "DECIMAL(10,2)"))
 
@@ -26,9 +29,17 @@ def entry(name: str, **changes: Any) -> TableEntry:
     return TableEntry(name=name, **fields)
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A new, empty catalog's location: a SQLite file, or a database of its own on Postgres."""
+    if request.param == "sqlite":
+        return str(tmp_path / "lake" / "catalog.db")
+    return new_database(request.getfixturevalue("postgres_url"))
+
+
 @pytest.fixture
-def catalog(tmp_path: Path) -> Catalog:
-    return Catalog(tmp_path / "lake" / "catalog.db")
+def catalog(location: str) -> Catalog:
+    return Catalog(location)
 
 
 # One process
@@ -39,6 +50,16 @@ def test_a_new_catalog_creates_its_directory_and_is_empty(tmp_path):
     catalog = Catalog(path)
     assert path.is_file()
     assert catalog.entries(TableEntry) == []
+
+
+def test_an_unreachable_catalog_database_is_one_clear_error_without_its_password():
+    url = f"postgresql+psycopg://lake:s3cret@127.0.0.1:{free_port()}/lake"
+    with pytest.raises(LakeError) as caught:
+        Catalog(url)
+    assert caught.value.what.startswith("cannot open the catalog database postgresql+psycopg://")
+    assert "127.0.0.1" in caught.value.what
+    assert "LAKE_CATALOG_URL" in caught.value.fix
+    assert "s3cret" not in str(caught.value)
 
 
 def test_added_table_can_be_found_with_all_its_fields(catalog):
@@ -166,15 +187,14 @@ def test_a_late_commit_of_a_dropped_table_does_not_stick_to_a_new_table_of_that_
     assert (table.version, table.row_count) == (0, 0)
 
 
-def test_a_second_catalog_on_the_same_file_sees_everything(tmp_path):
-    path = tmp_path / "catalog.db"
-    first = Catalog(path)
+def test_a_second_catalog_on_the_same_database_sees_everything(location):
+    first = Catalog(location)
     first.add(entry("sales", comment="Sales", properties={"change_tracking": "true"}))
     first.add(entry("orders"))
     first.record_table_state(first.get(TableEntry, "sales"), 2, 20)
     first.remove(TableEntry, "orders")
 
-    restarted = Catalog(path)
+    restarted = Catalog(location)
     assert [table.name for table in restarted.entries(TableEntry)] == ["sales"]
     sales = restarted.get(TableEntry, "sales")
     assert sales == first.get(TableEntry, "sales")
@@ -254,9 +274,9 @@ def workers() -> Iterator[Workers]:
     pool.stop()
 
 
-def _add_tables_and_record_state(path: str, worker: int, versions: list[int]) -> list[str]:
+def _add_tables_and_record_state(location: str, worker: int, versions: list[int]) -> list[str]:
     """Add this worker's tables, recording a commit of table `shared` after each one."""
-    catalog = Catalog(Path(path))
+    catalog = Catalog(location)
     errors = []
     for number, version in enumerate(versions):
         try:
@@ -267,9 +287,9 @@ def _add_tables_and_record_state(path: str, worker: int, versions: list[int]) ->
     return errors
 
 
-def _add_tables(path: str, names: list[str]) -> tuple[list[str], list[str]]:
+def _add_tables(location: str, names: list[str]) -> tuple[list[str], list[str]]:
     """Try to add every name; the names this process won, and the errors of those it lost."""
-    catalog = Catalog(Path(path))
+    catalog = Catalog(location)
     won, errors = [], []
     for name in names:
         try:
@@ -280,34 +300,32 @@ def _add_tables(path: str, names: list[str]) -> tuple[list[str], list[str]]:
     return won, errors
 
 
-def test_processes_adding_tables_and_recording_state_at_once(workers, tmp_path):
-    path = tmp_path / "catalog.db"
-    Catalog(path).add(entry("shared"))
+def test_processes_adding_tables_and_recording_state_at_once(workers, location):
+    Catalog(location).add(entry("shared"))
     # Versions 0..99 spread over the workers; half of them send theirs newest first.
     versions = [list(range(w, WORKERS * TABLES_PER_WORKER, WORKERS)) for w in range(WORKERS)]
     for w in (0, 2):
         versions[w].reverse()
 
     errors = workers.run(
-        [(_add_tables_and_record_state, (str(path), w, versions[w])) for w in range(WORKERS)]
+        [(_add_tables_and_record_state, (location, w, versions[w])) for w in range(WORKERS)]
     )
 
     assert errors == [[]] * WORKERS
-    tables = Catalog(path).entries(TableEntry)
+    tables = Catalog(location).entries(TableEntry)
     expected = {f"w{w}_t{n:02d}" for w in range(WORKERS) for n in range(TABLES_PER_WORKER)}
     assert len(tables) == WORKERS * TABLES_PER_WORKER + 1
     assert {table.name for table in tables} == expected | {"shared"}
-    shared = Catalog(path).get(TableEntry, "shared")
+    shared = Catalog(location).get(TableEntry, "shared")
     assert (shared.version, shared.row_count) == (99, 990)
 
 
-def test_processes_racing_to_add_the_same_names_each_name_won_once(workers, tmp_path):
-    path = tmp_path / "catalog.db"
-    Catalog(path)
+def test_processes_racing_to_add_the_same_names_each_name_won_once(workers, location):
+    Catalog(location)
     names = [f"same_{number:02d}" for number in range(40)]
 
     (won_a, errors_a), (won_b, errors_b) = workers.run(
-        [(_add_tables, (str(path), names)), (_add_tables, (str(path), names))]
+        [(_add_tables, (location, names)), (_add_tables, (location, names))]
     )
 
     assert sorted(won_a + won_b) == names
@@ -315,14 +333,13 @@ def test_processes_racing_to_add_the_same_names_each_name_won_once(workers, tmp_
     assert sorted(errors_a + errors_b) == sorted(
         f"table {name} already exists" for name in won_a + won_b
     )
-    assert [table.name for table in Catalog(path).entries(TableEntry)] == names
+    assert [table.name for table in Catalog(location).entries(TableEntry)] == names
 
 
-def test_processes_racing_to_add_one_name_exactly_one_succeeds(workers, tmp_path):
-    path = tmp_path / "catalog.db"
-    Catalog(path)
+def test_processes_racing_to_add_one_name_exactly_one_succeeds(workers, location):
+    Catalog(location)
 
-    results = workers.run([(_add_tables, (str(path), ["sales"]))] * WORKERS)
+    results = workers.run([(_add_tables, (location, ["sales"]))] * WORKERS)
 
     winners = [won for won, _ in results if won]
     errors = [error for _, lost in results for error in lost]
@@ -330,12 +347,10 @@ def test_processes_racing_to_add_one_name_exactly_one_succeeds(workers, tmp_path
     assert errors == ["table sales already exists"] * (WORKERS - 1)
 
 
-def test_processes_opening_a_new_catalog_file_at_once(workers, tmp_path):
-    path = tmp_path / "fresh" / "catalog.db"
-
-    results = workers.run([(_add_tables, (str(path), [f"t{w}"])) for w in range(WORKERS)])
+def test_processes_opening_a_new_catalog_at_once(workers, location):
+    results = workers.run([(_add_tables, (location, [f"t{w}"])) for w in range(WORKERS)])
 
     assert results == [([f"t{w}"], []) for w in range(WORKERS)]
-    assert [table.name for table in Catalog(path).entries(TableEntry)] == [
+    assert [table.name for table in Catalog(location).entries(TableEntry)] == [
         f"t{w}" for w in range(WORKERS)
     ]
