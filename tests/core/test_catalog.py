@@ -13,10 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pyspark.sql import SparkSession
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
+from lake_assets.core.settings import LakeSettings
+from lake_assets.session import LakeSession
 from lake_assets.tables.entry import TableEntry
 from resources.spark_server import free_port
 from tests.postgres_server import new_database
@@ -354,3 +357,28 @@ def test_processes_opening_a_new_catalog_at_once(workers, location):
     assert [table.name for table in Catalog(location).entries(TableEntry)] == [
         f"t{w}" for w in range(WORKERS)
     ]
+
+
+# A whole session on a Postgres catalog
+
+
+def test_a_session_with_its_catalog_in_postgres_creates_inserts_selects_and_shows(
+    spark: SparkSession, postgres_url: str, tmp_path: Path
+):
+    url = new_database(postgres_url)
+    settings = LakeSettings(lake_home=tmp_path, catalog_url=url)
+    lake = LakeSession(Catalog(settings.catalog_location), settings, lambda: spark)
+
+    lake.sql("CREATE TABLE orders (id BIGINT COMMENT 'Order ID', amount DECIMAL(10,2))")
+    (inserted,) = lake.sql("INSERT INTO orders VALUES (1, 9.50), (2, 20.00)")
+    (selected,) = lake.sql("SELECT id, amount FROM orders ORDER BY id")
+    (shown,) = lake.sql("SHOW TABLES")
+
+    assert "orders is at version 1 with 2 rows" in inserted.message
+    assert [(row[0], str(row[1])) for row in selected.rows] == [(1, "9.50"), (2, "20.00")]
+    (row,) = shown.rows
+    assert row[:5] == ("orders", "TABLE", False, 2, 1)
+    assert not settings.catalog_path.exists()  # no SQLite file: the catalog is in Postgres
+    reopened = Catalog(url).get(TableEntry, "orders")
+    assert (reopened.version, reopened.row_count) == (1, 2)
+    assert reopened.columns[0] == Column("id", "BIGINT", "Order ID")
