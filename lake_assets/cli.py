@@ -18,6 +18,7 @@ from lake_assets.core.settings import LakeSettings
 from lake_assets.output import FORMATS, write_result
 from lake_assets.session import LakeSession
 from lake_assets.sql.grammar import StatementError
+from resources import spark_cluster
 from resources.jvm import SPARK_JAR_SETS, check_java, fetch_jars
 from resources.kafka_broker import DEFAULT_PORT as KAFKA_PORT
 from resources.kafka_broker import serve as serve_kafka
@@ -51,6 +52,37 @@ def _parser() -> argparse.ArgumentParser:
         "--port", type=int, help="port to listen on (default: LAKE_SPARK_REMOTE's, else 15002)"
     )
     server.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
+    cluster = commands.add_parser(
+        "spark-cluster",
+        help="run a Spark standalone master and one worker on 127.0.0.1 (Ctrl-C stops them)",
+    )
+    cluster.add_argument(
+        "--port",
+        type=int,
+        default=spark_cluster.DEFAULT_PORT,
+        help=f"the master's port (default: {spark_cluster.DEFAULT_PORT})",
+    )
+    cluster.add_argument(
+        "--webui-port",
+        type=int,
+        default=spark_cluster.DEFAULT_WEBUI_PORT,
+        help=f"the master's web UI port (default: {spark_cluster.DEFAULT_WEBUI_PORT})",
+    )
+    cluster.add_argument(
+        "--cores",
+        type=int,
+        default=spark_cluster.DEFAULT_CORES,
+        help=f"the worker's cores (default: {spark_cluster.DEFAULT_CORES})",
+    )
+    cluster.add_argument(
+        "--memory",
+        default=spark_cluster.DEFAULT_MEMORY,
+        help=f"the worker's memory for executors (default: {spark_cluster.DEFAULT_MEMORY})",
+    )
+    cluster.add_argument(
+        "--dir", type=Path, help="logs and executors' folders (default: $LAKE_HOME/spark-cluster)"
+    )
+    cluster.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
     kafka = commands.add_parser(
         "kafka-broker",
         help="run a single-node Kafka broker on 127.0.0.1 for development (Ctrl-C stops it)",
@@ -138,6 +170,15 @@ def run_spark_server(args: argparse.Namespace) -> int:
         return _fail(str(error), args.debug)
 
 
+def run_spark_cluster(args: argparse.Namespace) -> int:
+    try:
+        return spark_cluster.serve(
+            LakeSettings.from_env(), args.port, args.webui_port, args.cores, args.memory, args.dir
+        )
+    except LakeError as error:
+        return _fail(str(error), args.debug)
+
+
 def run_kafka_broker(args: argparse.Namespace) -> int:
     try:
         return serve_kafka(LakeSettings.from_env(), args.port, args.data)
@@ -166,6 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "code-server": run_code_server,
             "kafka-broker": run_kafka_broker,
             "setup": run_setup,
+            "spark-cluster": run_spark_cluster,
             "spark-server": run_spark_server,
             "sql": run_sql,
         }

@@ -1,0 +1,146 @@
+"""LAKE_SPARK_MASTER=spark://…: a real standalone master and worker from the pyspark package, one
+for the module. Drivers run in subprocesses (`lake sql`, `lake spark-server`): this process keeps
+its one local session."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from resources.spark_cluster import Cluster, local_cluster, master_status
+from resources.spark_server import LOOPBACK, free_port, listening, server_url, spawn_server, stop
+
+DEADLINE_SECONDS = 120.0
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    folder = tmp_path_factory.mktemp("spark-cluster")
+    with local_cluster(folder) as running:
+        yield running
+    # Each daemon's process group (a worker's executors too) is gone.
+    for process in running.processes:
+        with pytest.raises(ProcessLookupError):
+            os.killpg(process.pid, 0)
+
+
+def _workers_under(folder: Path) -> list[str]:
+    """Command lines of live JVMs naming `folder` (a worker names its work dir)."""
+    listing = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True)
+    return [line for line in listing.stdout.splitlines() if str(folder) in line and "java" in line]
+
+
+def _env(home: Path, **extra: str) -> dict[str, str]:
+    """A driver's environment: its own LAKE_HOME, and its ports on loopback like the cluster's."""
+    env = {**os.environ, "LAKE_HOME": str(home), "SPARK_LOCAL_IP": LOOPBACK}
+    env.pop("LAKE_SPARK_REMOTE", None)
+    env.pop("SPARK_CONNECT_MODE_ENABLED", None)
+    return {**env, **extra}
+
+
+def _lake_sql(env: dict[str, str], script: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-m", "lake_assets.cli", "sql", "-e", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _app(cluster: Cluster, name: str, state: str) -> dict[str, Any]:
+    """The one application called `name` in the master's active or completed list."""
+    key = "activeapps" if state == "active" else "completedapps"
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    while True:
+        apps = [app for app in cluster.state()[key] if app["name"] == name]
+        if apps or time.monotonic() > deadline:
+            (app,) = apps
+            return app
+        time.sleep(0.5)
+
+
+def _finished_tasks(cluster: Cluster, app_id: str) -> int:
+    """Tasks the worker's executor for `app_id` finished, from the executor's own log."""
+    (executor_log,) = (cluster.work_dir / app_id).glob("*/stderr")
+    return executor_log.read_text(errors="replace").count("Executor: Finished task")
+
+
+SCRIPT = """
+CREATE TABLE t (id BIGINT, name STRING, amount DECIMAL(10,2));
+INSERT INTO t VALUES (1, 'a', 1.50), (2, 'b', 2.00), (3, 'c', 3.25);
+UPDATE t SET amount = amount * 2 WHERE id >= 2;
+SELECT id, name, amount FROM t ORDER BY id
+"""
+RESULT = """\
+INSERT: 3 inserted, 0 updated, 0 deleted; t is at version 1 with 3 rows
+UPDATE: 0 inserted, 2 updated, 0 deleted; t is at version 2 with 3 rows
+id | name | amount
+---+------+-------
+1  | a    | 1.50
+2  | b    | 4.00
+3  | c    | 6.50
+(3 rows)
+"""
+
+
+def test_lake_sql_runs_its_statements_on_the_worker(cluster: Cluster, tmp_path: Path) -> None:
+    output = _lake_sql(_env(tmp_path, LAKE_SPARK_MASTER=cluster.master_url), SCRIPT)
+    assert output.endswith(RESULT), output
+    app = _app(cluster, "lake", "completed")
+    assert (app["state"], app["cores"]) == ("FINISHED", 1)
+    # The executor fetched Delta's jars from the driver (spark.jars) and ran the tasks.
+    executor_dir = next((cluster.work_dir / app["id"]).iterdir())
+    assert any(jar.name.startswith("delta-spark_") for jar in executor_dir.glob("*.jar"))
+    assert _finished_tasks(cluster, app["id"]) > 0
+
+
+def test_a_connect_server_on_the_cluster_runs_statements_there(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    port = free_port()
+    env = _env(tmp_path, LAKE_SPARK_MASTER=cluster.master_url)
+    with (tmp_path / "server.log").open("wb") as log:
+        server = spawn_server(port, env, log)
+    try:
+        app = _app(cluster, "lake-connect-server", "active")
+        client = _env(tmp_path, LAKE_SPARK_REMOTE=server_url(port))
+        assert _lake_sql(client, SCRIPT).endswith(RESULT)
+        assert _finished_tasks(cluster, app["id"]) > 0
+    finally:
+        stop(server)
+    assert server.returncode == 0, (tmp_path / "server.log").read_text()
+    assert _app(cluster, "lake-connect-server", "completed")["id"] == app["id"]
+
+
+def test_lake_spark_cluster_serves_until_interrupted(tmp_path: Path) -> None:
+    port, webui_port = free_port(), free_port()
+    command = [sys.executable, "-m", "lake_assets.cli", "spark-cluster", "--dir", str(tmp_path)]
+    command += ["--port", str(port), "--webui-port", str(webui_port), "--memory", "512m"]
+    process = subprocess.Popen(
+        command, env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None
+        banner = process.stdout.readline()
+        assert banner.startswith(f"Spark standalone master at spark://{LOOPBACK}:{port} "), banner
+        (worker,) = master_status(f"http://{LOOPBACK}:{webui_port}")["workers"]
+        assert (worker["state"], worker["cores"], worker["memory"]) == ("ALIVE", 1, 512)
+        assert (tmp_path / "logs" / "master.log").exists()
+    finally:
+        process.send_signal(signal.SIGINT)
+        status = process.wait()
+    assert status == 0, process.stderr.read() if process.stderr else status
+    assert not listening(port)
+    assert not listening(webui_port)
+    assert _workers_under(tmp_path) == []
