@@ -142,12 +142,16 @@ def postgres_url_fixture(scope: str = "session") -> Callable[..., Iterator[str]]
     return postgres_url
 
 
-def new_database(url: str) -> str:
-    """A fresh, empty database on the server at `url`; its URL."""
+def new_database(url: str, icu_locale: str | None = None) -> str:
+    """A fresh, empty database on the server at `url`; its URL. `icu_locale` (`en-US`): the
+    database's default collation is that locale's, not the server's byte order."""
     name = f"t_{uuid.uuid4().hex[:16]}"
     server = make_url(url)
+    collation = (
+        f" TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE '{icu_locale}'" if icu_locale else ""
+    )
     with psycopg.connect(
         host=server.host, port=server.port, user=server.username, dbname="postgres", autocommit=True
     ) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"{collation}')
     return server.set(database=name).render_as_string(hide_password=False)

@@ -190,6 +190,19 @@ def test_a_late_commit_of_a_dropped_table_does_not_stick_to_a_new_table_of_that_
     assert (table.version, table.row_count) == (0, 0)
 
 
+def test_names_list_in_the_same_order_on_sqlite_and_on_a_postgres_of_another_collation(
+    tmp_path, postgres_url
+):
+    names = ("a", "B", "ab", "a_b", "b")
+    orders = []
+    for location in (tmp_path / "catalog.db", new_database(postgres_url, icu_locale="en-US")):
+        catalog = Catalog(location)
+        for name in names:
+            catalog.add(entry(name))
+        orders.append([table.name for table in catalog.entries(TableEntry)])
+    assert orders == [["B", "a", "a_b", "ab", "b"]] * 2
+
+
 def test_a_second_catalog_on_the_same_database_sees_everything(location):
     first = Catalog(location)
     first.add(entry("sales", comment="Sales", properties={"change_tracking": "true"}))
