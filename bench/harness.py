@@ -95,7 +95,9 @@ class Bench:
         """Our SQL on the bench's own Spark session (through the server, when there is one)."""
         settings = LakeSettings.from_env()
         spark = DeltaSparkResource.from_settings(settings, str(self.root / "console.log"))
-        lake = LakeSession(Catalog(settings.catalog_location), settings, lambda: spark.spark_session)
+        lake = LakeSession(
+            Catalog(settings.catalog_location), settings, lambda: spark.spark_session
+        )
         return lake, spark
 
     def start_daemon(self) -> None:

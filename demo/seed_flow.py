@@ -170,7 +170,9 @@ def main() -> None:
     log = settings.log_dir / "demo-daemon.log"
     spark = DeltaSparkResource.from_settings(settings)
     try:
-        session = LakeSession(Catalog(settings.catalog_location), settings, lambda: spark.spark_session)
+        session = LakeSession(
+            Catalog(settings.catalog_location), settings, lambda: spark.spark_session
+        )
 
         banner("Step 3: the source table (demo/tables.sql)")
         run(session, (ROOT / "demo" / "tables.sql").read_text())
