@@ -42,6 +42,7 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
     """A driver's environment: its own LAKE_HOME, and its ports on loopback like the cluster's."""
     env = {**os.environ, "LAKE_HOME": str(home), "SPARK_LOCAL_IP": LOOPBACK}
     env.pop("LAKE_SPARK_REMOTE", None)
+    env.pop("DAGSTER_HOME", None)
     env.pop("SPARK_CONNECT_MODE_ENABLED", None)
     return {**env, **extra}
 
@@ -58,16 +59,22 @@ def _lake_sql(env: dict[str, str], script: str) -> str:
     return result.stdout
 
 
-def _app(cluster: Cluster, name: str, state: str) -> dict[str, Any]:
-    """The one application called `name` in the master's active or completed list."""
+def _app(cluster: Cluster, name: str, state: str, known: frozenset[str] = frozenset()) -> Any:
+    """The one application called `name`, not in `known`, in the master's active or completed
+    list (a driver that just exited is listed as completed a moment later)."""
     key = "activeapps" if state == "active" else "completedapps"
     deadline = time.monotonic() + DEADLINE_SECONDS
     while True:
-        apps = [app for app in cluster.state()[key] if app["name"] == name]
+        apps = [a for a in cluster.state()[key] if a["name"] == name and a["id"] not in known]
         if apps or time.monotonic() > deadline:
             (app,) = apps
             return app
         time.sleep(0.5)
+
+
+def _app_ids(cluster: Cluster) -> frozenset[str]:
+    state = cluster.state()
+    return frozenset(app["id"] for app in state["activeapps"] + state["completedapps"])
 
 
 def _finished_tasks(cluster: Cluster, app_id: str) -> int:
@@ -76,12 +83,12 @@ def _finished_tasks(cluster: Cluster, app_id: str) -> int:
     return executor_log.read_text(errors="replace").count("Executor: Finished task")
 
 
-SCRIPT = """
+SETUP = """
 CREATE TABLE t (id BIGINT, name STRING, amount DECIMAL(10,2));
 INSERT INTO t VALUES (1, 'a', 1.50), (2, 'b', 2.00), (3, 'c', 3.25);
 UPDATE t SET amount = amount * 2 WHERE id >= 2;
-SELECT id, name, amount FROM t ORDER BY id
 """
+SCRIPT = SETUP + "SELECT id, name, amount FROM t ORDER BY id"
 RESULT = """\
 INSERT: 3 inserted, 0 updated, 0 deleted; t is at version 1 with 3 rows
 UPDATE: 0 inserted, 2 updated, 0 deleted; t is at version 2 with 3 rows
@@ -95,9 +102,10 @@ id | name | amount
 
 
 def test_lake_sql_runs_its_statements_on_the_worker(cluster: Cluster, tmp_path: Path) -> None:
+    before = _app_ids(cluster)
     output = _lake_sql(_env(tmp_path, LAKE_SPARK_MASTER=cluster.master_url), SCRIPT)
     assert output.endswith(RESULT), output
-    app = _app(cluster, "lake", "completed")
+    app = _app(cluster, "lake", "completed", before)
     assert (app["state"], app["cores"]) == ("FINISHED", 1)
     # The executor fetched Delta's jars from the driver (spark.jars) and ran the tasks.
     executor_dir = next((cluster.work_dir / app["id"]).iterdir())
@@ -121,6 +129,39 @@ def test_a_connect_server_on_the_cluster_runs_statements_there(
         stop(server)
     assert server.returncode == 0, (tmp_path / "server.log").read_text()
     assert _app(cluster, "lake-connect-server", "completed")["id"] == app["id"]
+
+
+def test_a_dagster_run_refreshes_a_dynamic_table_on_the_cluster(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    lake_home = tmp_path / "lake"
+    local = _env(lake_home, LAKE_SPARK_MASTER="local[1]")
+    _lake_sql(
+        local,
+        SETUP
+        + "CREATE DYNAMIC TABLE totals AS SELECT name, SUM(amount) AS total FROM t GROUP BY name;"
+        + "INSERT INTO t VALUES (4, 'a', 1.00)",
+    )
+    before = _app_ids(cluster)
+    dagster_home = tmp_path / "dagster"
+    dagster_home.mkdir()
+    materialize = "dagster asset materialize -m lake_assets.definitions --select totals"
+    run = subprocess.run(
+        [sys.executable, "-m", *materialize.split()],
+        env={
+            **_env(lake_home, LAKE_SPARK_MASTER=cluster.master_url),
+            "DAGSTER_HOME": str(dagster_home),
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    app = _app(cluster, "lake", "completed", before)
+    assert _finished_tasks(cluster, app["id"]) > 0
+    assert _lake_sql(local, "SELECT name, total FROM totals ORDER BY name") == (
+        "name | total\n-----+------\na    | 2.50\nb    | 4.00\nc    | 6.50\n(3 rows)\n"
+    )
 
 
 def test_lake_spark_cluster_serves_until_interrupted(tmp_path: Path) -> None:
