@@ -91,6 +91,10 @@ class LakeSession:
     def spark(self) -> SparkSession:
         return self._spark()
 
+    def warehouse_path(self, *parts: str) -> str:
+        """Where a new Delta table goes: under LAKE_WAREHOUSE (`s3a://…`) or the local warehouse."""
+        return "/".join([self.settings.warehouse_location, *parts])
+
     def sql(self, text: str) -> list[Result]:
         """Run a script and collect every result (`run` streams query rows instead)."""
         results = []

@@ -1,5 +1,5 @@
-"""JVM prerequisites: Java itself and named sets of jars (Delta Lake, Spark's Kafka source, a Kafka
-broker), each fetched once with Maven and cached."""
+"""JVM prerequisites: Java itself and named sets of jars (Delta Lake, Spark's Kafka source, Hadoop's
+S3A filesystem, a Kafka broker), each fetched once with Maven and cached."""
 
 from __future__ import annotations
 
@@ -33,13 +33,21 @@ SPARK_KAFKA = JarSet(
     "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0",
     Path(__file__).with_name("spark-kafka.pom.xml"),
 )
+# Hadoop's S3A filesystem (hadoop-aws for pyspark's Hadoop 3.5.0, and the AWS SDK v2 modules it
+# loads): a warehouse in object storage. 11 MB, so on every classpath like the others: a Spark
+# Connect server or a shared session reaches an `s3a://` warehouse without a restart.
+S3A = JarSet(
+    "Hadoop's S3A filesystem",
+    "org.apache.hadoop:hadoop-aws:3.5.0",
+    Path(__file__).with_name("s3a.pom.xml"),
+)
 KAFKA_BROKER = JarSet(
     "a Kafka broker",
     "org.apache.kafka:kafka_2.13:4.4.0",
     Path(__file__).with_name("kafka-broker.pom.xml"),
 )
 # On every Spark session's classpath, local or Spark Connect server; `lake setup` fetches them.
-SPARK_JAR_SETS = (DELTA, SPARK_KAFKA)
+SPARK_JAR_SETS = (DELTA, SPARK_KAFKA, S3A)
 
 
 def check_java() -> str:

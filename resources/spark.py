@@ -10,7 +10,7 @@ import os
 import re
 import socket
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import cast
@@ -27,10 +27,11 @@ from resources.jvm import SPARK_JAR_SETS, check_java, fetch_jars
 
 _LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 DEFAULT_CONNECT_PORT = 15002
+_ENV_CREDENTIALS = "software.amazon.awssdk.auth.credentials.EnvironmentVariableCredentialsProvider"
 _LOCAL_MASTER = re.compile(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?")
 
 
-def spark_conf(settings: LakeSettings) -> dict[str, str]:
+def spark_conf(settings: LakeSettings, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """Spark configuration for Delta on a small machine; LAKE_SPARK_CONF entries win."""
     conf = {
         "spark.master": settings.spark_master,
@@ -46,7 +47,7 @@ def spark_conf(settings: LakeSettings) -> dict[str, str]:
         "spark.driver.memory": "2g",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.sql.warehouse.dir": str(settings.warehouse),
+        "spark.sql.warehouse.dir": settings.warehouse_location,
         "spark.driver.extraJavaOptions": (
             f"-Dlog4j2.configurationFile={_LOG4J_CONFIG} -Dlake.log.dir={settings.log_dir}"
         ),
@@ -56,7 +57,31 @@ def spark_conf(settings: LakeSettings) -> dict[str, str]:
         # Spark's own default for a local master, set so that SQL code can read it: incremental
         # refreshes plan one shuffle partition per core.
         conf["spark.default.parallelism"] = str(cores)
+    if settings.warehouse_location.startswith("s3a://"):
+        conf.update(s3a_conf(os.environ if environ is None else environ))
     conf.update(settings.spark_conf)
+    return conf
+
+
+def s3a_conf(environ: Mapping[str, str]) -> dict[str, str]:
+    """S3A settings for an `s3a://` warehouse, from the standard AWS variables.
+
+    Credentials stay in the environment (S3A's environment provider reads them there), never in a
+    conf value. Delta's S3 log store is single-driver: one process commits to a table at a time
+    (README: Warehouse in object storage)."""
+    conf = {"spark.delta.logStore.s3a.impl": "io.delta.storage.S3SingleDriverLogStore"}
+    if environ.get("AWS_ACCESS_KEY_ID"):
+        conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = _ENV_CREDENTIALS
+    region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION")
+    if region:
+        conf["spark.hadoop.fs.s3a.endpoint.region"] = region
+    endpoint = environ.get("AWS_ENDPOINT_URL_S3") or environ.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        # A server of its own (MinIO, moto, another cloud's S3 API): buckets in the path.
+        conf["spark.hadoop.fs.s3a.endpoint"] = endpoint
+        conf["spark.hadoop.fs.s3a.path.style.access"] = "true"
+        if urlparse(endpoint).scheme == "http":
+            conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = "false"
     return conf
 
 

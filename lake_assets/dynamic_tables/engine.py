@@ -100,7 +100,7 @@ def create_dynamic_table(session: LakeSession, stmt: CreateDynamicTable) -> Resu
     for name, relation in relations.items():
         if isinstance(relation, TableEntry) and not relation.change_tracking:
             enable_change_tracking(spark, catalog, name)
-    location = str(session.warehouse / f"{stmt.name}-{uuid.uuid4().hex[:12]}")
+    location = session.warehouse_path(f"{stmt.name}-{uuid.uuid4().hex[:12]}")
     definitions = [
         f"{quote_name(c.name)} {c.type}"
         + (f" COMMENT {sql_string(c.comment)}" if c.comment else "")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from lake_assets.core.catalog import Catalog
@@ -18,6 +20,11 @@ from lake_assets.tables.entry import TableEntry
 
 if TYPE_CHECKING:
     from lake_assets.session import Bound, LakeSession
+
+# Delta's error when another writer only appended files since this statement read the table.
+_LOST_APPEND_RACE = "DELTA_CONCURRENT_APPEND"
+# Tries after the first, each after twice the wait of the one before (0.2 s … 3.2 s).
+_RETRIES, _FIRST_WAIT_SECONDS = 5, 0.2
 
 
 def execute_dml(session: LakeSession, stmt: Dml) -> Result:
@@ -38,9 +45,30 @@ def run_dml(spark: SparkSession, catalog: Catalog, stmt: Dml, bound: Bound) -> R
 
     def write(location: str, record: dict[str, Any]) -> None:
         with committing(spark, record):
-            spark.sql(bound.sql).collect()
+            retrying_lost_append_races(lambda: spark.sql(bound.sql).collect())
 
     return commit_write(spark, catalog, stmt.target, stmt.operation, bound.consuming, write)
+
+
+def retrying_lost_append_races(run: Callable[[], object]) -> None:
+    """Run a statement again (reading the table afresh) when it lost its commit only to another
+    writer's append, so that both succeed; a true conflict (two writers rewriting the same
+    files) still fails at once, with the "run it again" error."""
+    for attempt in range(_RETRIES):
+        try:
+            run()
+            return
+        except Exception as error:
+            if not lost_append_race(error):
+                raise
+        time.sleep(_FIRST_WAIT_SECONDS * 2**attempt)
+    run()
+
+
+def lost_append_race(error: Exception) -> bool:
+    """Whether a Spark failure is Delta's DELTA_CONCURRENT_APPEND (of any subclass)."""
+    condition = error.getCondition() if isinstance(error, PySparkException) else None
+    return (condition or "").startswith(_LOST_APPEND_RACE) or f"[{_LOST_APPEND_RACE}" in str(error)
 
 
 def commit_write(

@@ -57,7 +57,7 @@ def create_table(session: LakeSession, stmt: CreateTable) -> Result:
     if taken := name_taken(session, TableEntry, stmt.name, stmt.if_not_exists):
         return taken
     # A fresh directory per table: a dropped table's files can never leak into a new one.
-    location = str(session.warehouse / f"{stmt.name}-{uuid.uuid4().hex[:12]}")
+    location = session.warehouse_path(f"{stmt.name}-{uuid.uuid4().hex[:12]}")
     columns = [
         f"{quote_name(column.name)} {column.type}"
         + (f" COMMENT {sql_string(column.comment)}" if column.comment else "")

@@ -40,7 +40,7 @@ def create_volume(session: LakeSession, stmt: CreateVolume) -> Result:
     if taken := name_taken(session, VolumeEntry, stmt.name, stmt.if_not_exists):
         return taken
     split_location(stmt.location)
-    directory = str(settings.warehouse / "_directories" / f"{stmt.name}-{uuid.uuid4().hex[:12]}")
+    directory = session.warehouse_path("_directories", f"{stmt.name}-{uuid.uuid4().hex[:12]}")
     entry = VolumeEntry(
         name=stmt.name,
         created_at=now_utc(),

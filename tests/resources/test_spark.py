@@ -28,3 +28,40 @@ def test_the_cores_are_readable_as_default_parallelism_unless_overridden(tmp_pat
         lake_home=tmp_path, spark_master="local[3]", spark_conf={"spark.default.parallelism": "8"}
     )
     assert spark_conf(chosen)["spark.default.parallelism"] == "8"
+
+
+def test_a_local_warehouse_needs_no_s3a_settings(tmp_path: Path) -> None:
+    conf = spark_conf(LakeSettings(lake_home=tmp_path), {"AWS_ACCESS_KEY_ID": "id"})
+    assert conf["spark.sql.warehouse.dir"] == str(tmp_path / "warehouse")
+    assert not [key for key in conf if "s3a" in key]
+
+
+def test_an_s3a_warehouse_reaches_its_endpoint_with_the_environments_credentials(
+    tmp_path: Path,
+) -> None:
+    environ = {
+        "AWS_ENDPOINT_URL": "http://127.0.0.1:9000",
+        "AWS_ACCESS_KEY_ID": "an-id",
+        "AWS_SECRET_ACCESS_KEY": "a-secret",
+        "AWS_REGION": "eu-west-1",
+    }
+    settings = LakeSettings(lake_home=tmp_path, warehouse_url="s3a://bucket/lake/")
+    conf = spark_conf(settings, environ)
+    assert conf["spark.sql.warehouse.dir"] == "s3a://bucket/lake"
+    assert conf["spark.hadoop.fs.s3a.endpoint"] == "http://127.0.0.1:9000"
+    assert conf["spark.hadoop.fs.s3a.endpoint.region"] == "eu-west-1"
+    assert conf["spark.hadoop.fs.s3a.path.style.access"] == "true"
+    assert conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] == "false"
+    assert conf["spark.hadoop.fs.s3a.aws.credentials.provider"].endswith(
+        "EnvironmentVariableCredentialsProvider"
+    )
+    # The credentials stay in the environment: no conf value holds them.
+    assert not {"an-id", "a-secret"} & set(conf.values())
+
+
+def test_aws_s3_itself_keeps_its_own_endpoint_and_https(tmp_path: Path) -> None:
+    settings = LakeSettings(lake_home=tmp_path, warehouse_url="s3a://bucket/lake")
+    conf = spark_conf(settings, {"AWS_REGION": "us-east-1"})
+    assert "spark.hadoop.fs.s3a.endpoint" not in conf
+    assert "spark.hadoop.fs.s3a.connection.ssl.enabled" not in conf
+    assert "spark.hadoop.fs.s3a.aws.credentials.provider" not in conf  # S3A's default chain
