@@ -3,9 +3,11 @@ S3A filesystem, a Kafka broker), each fetched once with Maven and cached."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +50,12 @@ KAFKA_BROKER = JarSet(
 )
 # On every Spark session's classpath, local or Spark Connect server; `lake setup` fetches them.
 SPARK_JAR_SETS = (DELTA, SPARK_KAFKA, S3A)
+# Delta's log store for an `s3a://` warehouse: commits by S3 conditional PUT (README: Warehouse in
+# object storage), built from its source here on first use.
+S3_LOG_STORE = "lake.storage.ConditionalPutS3LogStore"
+_S3_LOG_STORE_SOURCE = (
+    Path(__file__).parent.joinpath("java", *S3_LOG_STORE.split(".")).with_suffix(".java")
+)
 
 
 def check_java() -> str:
@@ -115,3 +123,64 @@ def fetch_jars(jar_set: JarSet, jars_dir: Path) -> list[Path]:
     shutil.rmtree(folder, ignore_errors=True)
     staging.rename(folder)
     return cached_jars(jar_set, jars_dir)
+
+
+def s3_log_store_jar(jars_dir: Path) -> Path:
+    """The S3 log store compiled against pyspark's Hadoop, Delta and S3A, cached per source."""
+    source = _S3_LOG_STORE_SOURCE.read_bytes()
+    folder = jars_dir / f"lake-s3-log-store-{hashlib.sha256(source).hexdigest()[:12]}"
+    jar = folder / "lake-s3-log-store.jar"
+    if jar.exists():
+        return jar
+    import pyspark  # imported on use: loading the code location never needs it
+
+    classpath = [Path(pyspark.__file__).parent / "jars" / "*"]
+    for jar_set in (DELTA, S3A):
+        fetch_jars(jar_set, jars_dir)
+        classpath.append(jar_set.folder(jars_dir) / "*")
+    staging = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    classes = staging / "classes"
+    result = subprocess.run(
+        [
+            _javac(),
+            "--release",
+            "17",
+            "-cp",
+            os.pathsep.join(str(entry) for entry in classpath),
+            "-d",
+            str(classes),
+            str(_S3_LOG_STORE_SOURCE),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise LakeError(
+            f"could not compile the S3 log store {_S3_LOG_STORE_SOURCE.name}: "
+            f"{result.stderr.strip()[:300]}",
+            "check that the JDK is Java 17 or newer and that `lake setup` fetched the jars",
+        )
+    with zipfile.ZipFile(staging / jar.name, "w") as archive:
+        for path in sorted(classes.rglob("*.class")):
+            archive.write(path, path.relative_to(classes).as_posix())
+    shutil.rmtree(classes)
+    shutil.rmtree(folder, ignore_errors=True)
+    staging.rename(folder)
+    return jar
+
+
+def _javac() -> str:
+    """The Java compiler (JAVA_HOME's first), or one sentence saying a JDK is needed."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "javac").exists():
+        return str(Path(java_home) / "bin" / "javac")
+    javac = shutil.which("javac")
+    if javac:
+        return javac
+    raise LakeError(
+        "a warehouse in S3 (LAKE_WAREHOUSE=s3a://…) needs a Java compiler to build its Delta log "
+        "store, and none was found",
+        "install a JDK (for example `apt-get install openjdk-17-jdk-headless`) or set JAVA_HOME",
+    )

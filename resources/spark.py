@@ -23,7 +23,7 @@ from pyspark.sql import SparkSession
 
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
-from resources.jvm import SPARK_JAR_SETS, check_java, fetch_jars
+from resources.jvm import S3_LOG_STORE, SPARK_JAR_SETS, check_java, fetch_jars, s3_log_store_jar
 
 _LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 DEFAULT_CONNECT_PORT = 15002
@@ -64,12 +64,12 @@ def spark_conf(settings: LakeSettings, environ: Mapping[str, str] | None = None)
 
 
 def s3a_conf(environ: Mapping[str, str]) -> dict[str, str]:
-    """S3A settings for an `s3a://` warehouse, from the standard AWS variables.
+    """S3A settings for an `s3a://` warehouse, from the standard AWS variables, and the Delta log
+    store that makes it safe for writers in several processes (commits by conditional PUT).
 
     Credentials stay in the environment (S3A's environment provider reads them there), never in a
-    conf value. Delta's S3 log store is single-driver: one process commits to a table at a time
-    (README: Warehouse in object storage)."""
-    conf = {"spark.delta.logStore.s3a.impl": "io.delta.storage.S3SingleDriverLogStore"}
+    conf value."""
+    conf = {"spark.delta.logStore.s3a.impl": S3_LOG_STORE}
     if environ.get("AWS_ACCESS_KEY_ID"):
         conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = _ENV_CREDENTIALS
     region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION")
@@ -95,8 +95,11 @@ def local_cores(master: str) -> int | None:
 
 
 def with_spark_jars(config: dict[str, str], jars_dir: Path) -> dict[str, str]:
-    """`config` with the Spark jar sets' cached jars added to spark.jars (fetched on first use)."""
+    """`config` with the Spark jar sets' cached jars added to spark.jars (fetched on first use),
+    and our S3 log store when the configuration uses it."""
     jars = [str(jar) for jar_set in SPARK_JAR_SETS for jar in fetch_jars(jar_set, jars_dir)]
+    if S3_LOG_STORE in config.values():
+        jars.append(str(s3_log_store_jar(jars_dir)))
     extra = [config["spark.jars"]] if config.get("spark.jars") else []
     return {**config, "spark.jars": ",".join([*extra, *jars])}
 

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from lake_assets.core.settings import LakeSettings
+from resources.jvm import S3_LOG_STORE
 from resources.spark import local_cores, spark_conf
 
 
@@ -48,6 +49,7 @@ def test_an_s3a_warehouse_reaches_its_endpoint_with_the_environments_credentials
     settings = LakeSettings(lake_home=tmp_path, warehouse_url="s3a://bucket/lake/")
     conf = spark_conf(settings, environ)
     assert conf["spark.sql.warehouse.dir"] == "s3a://bucket/lake"
+    assert conf["spark.delta.logStore.s3a.impl"] == S3_LOG_STORE
     assert conf["spark.hadoop.fs.s3a.endpoint"] == "http://127.0.0.1:9000"
     assert conf["spark.hadoop.fs.s3a.endpoint.region"] == "eu-west-1"
     assert conf["spark.hadoop.fs.s3a.path.style.access"] == "true"

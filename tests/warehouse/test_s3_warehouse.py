@@ -1,5 +1,5 @@
 """A warehouse in object storage: tables under `s3a://` on moto's S3 server, spoken to over HTTP
-through Hadoop's S3A."""
+through Hadoop's S3A, by this test session's Spark and by writers in processes of their own."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.settings import LakeSettings
 from lake_assets.session import LakeSession
 from tests.s3_server import ACCESS_ID, ACCESS_KEY, REGION, new_bucket
+from tests.warehouse.test_append_races import run_writers, writer_env
 
 
 @pytest.fixture
@@ -77,3 +78,29 @@ def test_tables_live_in_the_bucket_and_take_every_statement(
     operations = [row[operation] for row in history.rows]
     assert operations[:2] == ["UPDATE", "WRITE"]
     assert log_versions(s3_endpoint, bucket, location) == [0, 1, 2]
+
+
+TIMES = 10
+
+
+def test_two_processes_append_to_one_table_and_no_commit_is_lost(
+    s3_lake: LakeSession, s3_endpoint: str, bucket: str, tmp_path: Path
+) -> None:
+    """Each process its own Spark session, configured from LAKE_WAREHOUSE and the AWS variables:
+    where both write version N, S3's conditional PUT lets one win and Delta moves the other on."""
+    s3_lake.sql("CREATE TABLE t (n BIGINT, writer STRING)")
+    env = writer_env(
+        tmp_path,
+        LAKE_WAREHOUSE=f"s3a://{bucket}/lake/",
+        AWS_ENDPOINT_URL=s3_endpoint,
+        AWS_ACCESS_KEY_ID=ACCESS_ID,
+        AWS_SECRET_ACCESS_KEY=ACCESS_KEY,
+        AWS_REGION=REGION,
+    )
+
+    run_writers(tmp_path, "INSERT INTO t VALUES ({number}, '{writer}')", env, TIMES)
+
+    [rows] = s3_lake.sql("SELECT writer, count(*) AS n FROM t GROUP BY writer ORDER BY writer")
+    assert [tuple(row) for row in rows.rows] == [("a", TIMES), ("b", TIMES)]
+    location = s3_lake.catalog.relation("t").location
+    assert log_versions(s3_endpoint, bucket, location) == list(range(2 * TIMES + 1))
