@@ -57,6 +57,8 @@ def spark_conf(settings: LakeSettings, environ: Mapping[str, str] | None = None)
         # Spark's own default for a local master, set so that SQL code can read it: incremental
         # refreshes plan one shuffle partition per core.
         conf["spark.default.parallelism"] = str(cores)
+        # Nothing outside this machine talks to a local driver: its ports stay on loopback.
+        conf["spark.driver.bindAddress"] = conf["spark.driver.host"] = "127.0.0.1"
     if settings.warehouse_location.startswith("s3a://"):
         conf.update(s3a_conf(os.environ if environ is None else environ))
     conf.update(settings.spark_conf)

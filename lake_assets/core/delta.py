@@ -220,8 +220,10 @@ class _ObjectLog:
 
 
 def _s3() -> Any:
-    """An S3 client through dagster-aws, configured from the environment (one per endpoint)."""
-    return _s3_client(os.environ.get("AWS_ENDPOINT_URL"))
+    """An S3 client through dagster-aws, configured from the environment as S3A is (one per
+    endpoint)."""
+    env = os.environ
+    return _s3_client(env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL"))
 
 
 @functools.cache
