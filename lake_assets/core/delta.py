@@ -6,12 +6,14 @@ import functools
 import json
 import os
 import re
-from collections.abc import Iterator
+import shutil
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
+from urllib.parse import unquote
 
 from pyspark.sql import SparkSession
 
@@ -163,6 +165,30 @@ def local_table(location: str) -> Path | None:
     return log.folder.parent if isinstance(log, _LocalLog) else None
 
 
+def missing_files(location: str, paths: Iterable[str]) -> list[str]:
+    """Which of a table's data files, named as its log names them (relative and URL-encoded, or
+    absolute), are gone (VACUUM removed them); none are known gone in stores other than a local
+    filesystem and S3."""
+    log = _log(location)
+    if isinstance(log, _LocalLog):
+        root = log.folder.parent
+        return [path for path in paths if not (root / _file_path(unquote(path))).exists()]
+    if isinstance(log, _ObjectLog):
+        table = log.prefix.removesuffix("_delta_log/")
+        present = set(log.keys(table))
+        return [path for path in paths if log.key(table, unquote(path)) not in present]
+    return []
+
+
+def remove_table(location: str) -> None:
+    """Delete a dropped table's files, on the local filesystem or in S3."""
+    log = _log(location)
+    if isinstance(log, _LocalLog):
+        shutil.rmtree(log.folder.parent, ignore_errors=True)
+    elif isinstance(log, _ObjectLog) and (table := log.prefix.removesuffix("_delta_log/")):
+        log.remove(table)
+
+
 class _Log(Protocol):
     """A Delta transaction log read without Spark."""
 
@@ -201,15 +227,29 @@ class _ObjectLog:
     prefix: str
 
     def versions(self) -> list[int]:
-        pages = (
-            _s3().get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self.prefix)
-        )
-        names = (
-            item["Key"][len(self.prefix) :] for page in pages for item in page.get("Contents", ())
-        )
+        names = (key[len(self.prefix) :] for key in self.keys(self.prefix))
         return sorted(
             (int(name[:-5]) for name in names if _COMMIT_FILE.fullmatch(name)), reverse=True
         )
+
+    def keys(self, prefix: str) -> Iterator[str]:
+        """The keys of every object under `prefix`."""
+        pages = _s3().get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)
+        return (item["Key"] for page in pages for item in page.get("Contents", ()))
+
+    def key(self, table: str, path: str) -> str:
+        """The object key of a file the log names, relative to the table or as a URL."""
+        scheme, _, rest = path.partition("://")
+        if rest and scheme in _OBJECT_SCHEMES:
+            return rest.partition("/")[2]
+        return table + path
+
+    def remove(self, prefix: str) -> None:
+        """Delete every object under `prefix`, a thousand at a time (S3's batch limit)."""
+        keys = list(self.keys(prefix))
+        for start in range(0, len(keys), 1000):
+            batch = [{"Key": key} for key in keys[start : start + 1000]]
+            _s3().delete_objects(Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True})
 
     def text(self, name: str) -> str | None:
         try:
@@ -241,8 +281,13 @@ def _log(location: str) -> _Log | None:
         return _ObjectLog(bucket, f"{key.strip('/')}/_delta_log/".lstrip("/"))
     if rest and scheme != "file":
         return None
-    path = Path(location.removeprefix("file://").removeprefix("file:"))
+    path = _file_path(location)
     return _LocalLog(path / "_delta_log") if path.is_absolute() else None
+
+
+def _file_path(path: str) -> Path:
+    """A local path or file: URI as a path (an absolute one replaces the root it joins)."""
+    return Path(path.removeprefix("file://").removeprefix("file:"))
 
 
 def _log_commit(log: _Log, version: int) -> Commit:

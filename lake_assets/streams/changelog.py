@@ -15,13 +15,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
-from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 from pyspark.sql import SparkSession
 
-from lake_assets.core.delta import Commit, log_actions, table_properties
+from lake_assets.core.delta import Commit, log_actions, missing_files, table_properties
 
 # Characters a Hadoop glob or our SQL path quoting would read as syntax.
 _GLOB = set("{}[]*?\\,`")
@@ -139,14 +137,8 @@ def _insert_only(files: list[tuple[str, dict[str, Any]]], version: int) -> bool:
 
 
 def missing(location: str, files: RangeFiles) -> list[str]:
-    """The range's needed files that are gone from a local table (removed by VACUUM)."""
-    root = _local(location)
-    return [path for path in files.needed() if not (root / _local(unquote(path))).exists()]
-
-
-def _local(path: str) -> Path:
-    """A local path or file: URI as a path (an absolute one replaces the root it joins)."""
-    return Path(path.removeprefix("file://").removeprefix("file:"))
+    """The range's needed files that are gone from the table (removed by VACUUM)."""
+    return missing_files(location, files.needed())
 
 
 @dataclass(frozen=True)

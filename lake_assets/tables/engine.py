@@ -3,7 +3,6 @@ DESC, SHOW, HISTORY."""
 
 from __future__ import annotations
 
-import shutil
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -12,7 +11,14 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import SparkSession
 
 from lake_assets.core.catalog import Catalog, unknown_table
-from lake_assets.core.delta import delta_ref, history, quote_name, row_changes, sql_string
+from lake_assets.core.delta import (
+    delta_ref,
+    history,
+    quote_name,
+    remove_table,
+    row_changes,
+    sql_string,
+)
 from lake_assets.core.entries import CatalogObject
 from lake_assets.core.errors import LakeError
 from lake_assets.core.lifecycle import name_taken
@@ -119,9 +125,8 @@ def drop_table(session: LakeSession, stmt: DropTable) -> Result:
 
 
 def remove_files(location: str) -> None:
-    """Delete a table's files when they are on the local filesystem."""
-    if "://" not in location:
-        shutil.rmtree(location, ignore_errors=True)
+    """Delete a table's files, on the local filesystem or in S3."""
+    remove_table(location)
 
 
 def alter_properties(session: LakeSession, stmt: AlterTableProperties) -> Result:

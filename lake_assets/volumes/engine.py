@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import shutil
 import uuid
 from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame
 
+from lake_assets.core.delta import remove_table
 from lake_assets.core.entries import now_utc
 from lake_assets.core.lifecycle import name_taken
 from lake_assets.core.results import Result
@@ -127,4 +127,5 @@ def describe_volume(session: LakeSession, stmt: DescribeObject) -> Result:
 
 
 def remove_directory_table(volume: VolumeEntry) -> None:
-    shutil.rmtree(volume.directory_location, ignore_errors=True)
+    if volume.directory_location:
+        remove_table(volume.directory_location)

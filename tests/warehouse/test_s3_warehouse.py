@@ -80,6 +80,34 @@ def test_tables_live_in_the_bucket_and_take_every_statement(
     assert log_versions(s3_endpoint, bucket, location) == [0, 1, 2]
 
 
+def test_a_stream_reads_an_s3_table_and_drop_deletes_its_objects(
+    s3_lake: LakeSession, lake: LakeSession, s3_endpoint: str, bucket: str
+) -> None:
+    changes = []
+    for session, t, s in ((s3_lake, "t", "s"), (lake, "local_t", "local_s")):
+        session.sql(f"CREATE TABLE {t} (id BIGINT, name STRING); INSERT INTO {t} VALUES (1, 'a')")
+        session.sql(f"CREATE TABLE STREAM {s} ON TABLE {t}")
+        session.sql(f"INSERT INTO {t} VALUES (2, 'b'); UPDATE {t} SET name = 'z' WHERE id = 1")
+        [result] = session.sql(f"SELECT id, name, __change_type FROM {s} ORDER BY id, name")
+        changes.append([tuple(row) for row in result.rows])
+
+    assert changes[0] == changes[1]
+    assert (2, "b", "INSERT") in changes[0]
+    assert {row[:2] for row in changes[0]} >= {(1, "z"), (2, "b")}
+    location = s3_lake.catalog.relation("t").location
+    s3_lake.sql("DROP STREAM s; DROP TABLE t")
+    assert log_versions(s3_endpoint, bucket, location) == []
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=s3_endpoint,
+        aws_access_key_id=ACCESS_ID,
+        aws_secret_access_key=ACCESS_KEY,
+        region_name=REGION,
+    )
+    prefix = location.removeprefix(f"s3a://{bucket}/") + "/"
+    assert s3.list_objects_v2(Bucket=bucket, Prefix=prefix).get("KeyCount") == 0
+
+
 TIMES = 10
 
 
