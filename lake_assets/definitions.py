@@ -30,6 +30,7 @@ def build_definitions(settings: LakeSettings) -> Definitions:
                     lake_home=str(settings.lake_home),
                     load_history_days=settings.load_history_days,
                     catalog_url=EnvVar("LAKE_CATALOG_URL") if settings.catalog_url else None,
+                    warehouse_url=settings.warehouse_url,
                 ),
             },
             # One JVM per run, not per step: all of a run's Spark work shares one session.

@@ -18,6 +18,8 @@ class CatalogResource(ConfigurableResource):
     # A shared catalog database (LAKE_CATALOG_URL); given as an EnvVar, so its password stays
     # out of run config and the UI.
     catalog_url: str | None = None
+    # An object storage warehouse (LAKE_WAREHOUSE), where objects a run creates go.
+    warehouse_url: str | None = None
 
     @property
     def settings(self) -> LakeSettings:
@@ -25,6 +27,7 @@ class CatalogResource(ConfigurableResource):
             lake_home=Path(self.lake_home),
             load_history_days=self.load_history_days,
             catalog_url=self.catalog_url or None,
+            warehouse_url=self.warehouse_url or None,
         )
 
     @property
