@@ -72,15 +72,20 @@ def s3_endpoint_fixture(scope: str = "session") -> Callable[..., Iterator[str]]:
     return s3_endpoint
 
 
-def new_bucket(endpoint: str) -> tuple[Any, str]:
-    """A client of the S3 server at `endpoint` and a fresh bucket of its own."""
-    bucket = f"lake-{uuid.uuid4().hex[:12]}"
-    s3 = boto3.client(
+def s3_client(endpoint: str) -> Any:
+    """A client of the S3 server at `endpoint`, with the test credentials."""
+    return boto3.client(
         "s3",
         endpoint_url=endpoint,
         aws_access_key_id=ACCESS_ID,
         aws_secret_access_key=ACCESS_KEY,
         region_name=REGION,
     )
+
+
+def new_bucket(endpoint: str) -> tuple[Any, str]:
+    """A client of the S3 server at `endpoint` and a fresh bucket of its own."""
+    bucket = f"lake-{uuid.uuid4().hex[:12]}"
+    s3 = s3_client(endpoint)
     s3.create_bucket(Bucket=bucket)
     return s3, bucket

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import boto3
 import pytest
 from pyspark.sql import SparkSession
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.settings import LakeSettings
 from lake_assets.session import LakeSession
-from tests.s3_server import ACCESS_ID, ACCESS_KEY, REGION, new_bucket
+from tests.s3_server import ACCESS_ID, ACCESS_KEY, REGION, new_bucket, s3_client
 from tests.warehouse.test_append_races import run_writers, writer_env
 
 
@@ -47,13 +46,7 @@ def s3_lake(spark: SparkSession, tmp_path: Path, bucket: str) -> LakeSession:
 
 def log_versions(s3_endpoint: str, bucket: str, location: str) -> list[int]:
     """The commit versions in a table's Delta log, as the S3 server lists them."""
-    s3 = boto3.client(
-        "s3",
-        endpoint_url=s3_endpoint,
-        aws_access_key_id=ACCESS_ID,
-        aws_secret_access_key=ACCESS_KEY,
-        region_name=REGION,
-    )
+    s3 = s3_client(s3_endpoint)
     prefix = location.removeprefix(f"s3a://{bucket}/") + "/_delta_log/"
     pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
     keys = [item["Key"] for page in pages for item in page.get("Contents", [])]
@@ -97,13 +90,7 @@ def test_a_stream_reads_an_s3_table_and_drop_deletes_its_objects(
     location = s3_lake.catalog.relation("t").location
     s3_lake.sql("DROP STREAM s; DROP TABLE t")
     assert log_versions(s3_endpoint, bucket, location) == []
-    s3 = boto3.client(
-        "s3",
-        endpoint_url=s3_endpoint,
-        aws_access_key_id=ACCESS_ID,
-        aws_secret_access_key=ACCESS_KEY,
-        region_name=REGION,
-    )
+    s3 = s3_client(s3_endpoint)
     prefix = location.removeprefix(f"s3a://{bucket}/") + "/"
     assert s3.list_objects_v2(Bucket=bucket, Prefix=prefix).get("KeyCount") == 0
 
