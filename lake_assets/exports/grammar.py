@@ -175,6 +175,8 @@ def parse_export_changelog(cursor: TokenCursor, grammar: Grammar) -> Statement:
         cursor.expect_symbol(TokenType.FARROW, "=>")
         window = TimeRange.of_day(cursor.string("a quoted day, yyyyMMdd"))
     else:
+        if cursor.word() != "START_TIMESTAMP_MILLIS":
+            cursor.fail("DATE or START_TIMESTAMP_MILLIS")
         start = _named_number(cursor, "START_TIMESTAMP_MILLIS")
         cursor.expect_symbol(TokenType.COMMA, ",")
         window = TimeRange(start, _named_number(cursor, "END_TIMESTAMP_MILLIS"))

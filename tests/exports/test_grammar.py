@@ -158,7 +158,8 @@ USAGE = (
         ),
         (
             "EXPORT CHANGELOG e ()",
-            f"syntax error: expected START_TIMESTAMP_MILLIS but found ')' — write it as {USAGE}",
+            f"syntax error: expected DATE or START_TIMESTAMP_MILLIS but found ')' — write it as "
+            f"{USAGE}",
         ),
         (
             "EXPORT CHANGELOG e",
