@@ -8,6 +8,9 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
+import pytest
+
+from lake_assets.core.errors import LakeError
 from lake_assets.session import LakeSession
 
 # Files younger than loading.SETTLE_SECONDS are left for the next look ("half-uploaded"), so test
@@ -97,6 +100,15 @@ def rows(lake: LakeSession, sql: str) -> list[tuple]:
 def message(lake: LakeSession, sql: str) -> str:
     (result,) = lake.sql(sql)
     return result.message
+
+
+def refused(lake: LakeSession, sql: str) -> str:
+    """The one-line LakeError a statement fails with."""
+    with pytest.raises(LakeError) as caught:
+        lake.sql(sql)
+    text = str(caught.value)
+    assert "\n" not in text
+    return text
 
 
 def properties(lake: LakeSession, sql: str) -> dict[str, object]:

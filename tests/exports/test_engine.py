@@ -18,13 +18,12 @@ from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from lake_assets.core.delta import history
-from lake_assets.core.errors import LakeError
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.exports.engine import _retrying
 from lake_assets.exports.entry import ExportEntry
 from lake_assets.session import LakeSession
 from lake_assets.tables.entry import TableEntry
-from tests.ingest_helpers import files, local_volume
+from tests.ingest_helpers import files, local_volume, refused
 
 RESULT = [
     "export",
@@ -88,15 +87,6 @@ def message(lake: LakeSession, sql: str) -> str:
     (result,) = lake.sql(sql)
     assert result.message is not None
     return result.message
-
-
-def refused(lake: LakeSession, sql: str) -> str:
-    """The one-line LakeError a statement fails with."""
-    with pytest.raises(LakeError) as caught:
-        lake.sql(sql)
-    text = str(caught.value)
-    assert "\n" not in text
-    return text
 
 
 def records(lake: LakeSession, table: str, where: str = "TRUE") -> list[tuple]:

@@ -15,10 +15,10 @@ import pytest
 from pyspark.sql import SparkSession
 
 from lake_assets.core.delta import session_conf
-from lake_assets.core.errors import LakeError
 from lake_assets.session import LakeSession
 from lake_assets.streams import offsets
 from lake_assets.streams.entry import Claim, StreamEntry
+from tests.ingest_helpers import refused
 
 TABLE = "CREATE TABLE t (id INT, name VARCHAR, age INT)"
 METADATA = ["__change_type", "__commit_version", "__commit_timestamp"]
@@ -63,15 +63,6 @@ def history(lake: LakeSession, table: str) -> dict[int, tuple[datetime, str]]:
 
 def latest(lake: LakeSession, table: str) -> int:
     return max(history(lake, table))
-
-
-def refused(lake: LakeSession, sql: str) -> str:
-    """The one-line LakeError a statement fails with."""
-    with pytest.raises(LakeError) as caught:
-        lake.sql(sql)
-    text = str(caught.value)
-    assert "\n" not in text
-    return text
 
 
 def tracked(lake: LakeSession, rows_sql: str) -> int:

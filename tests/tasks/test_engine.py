@@ -16,13 +16,12 @@ import pytest
 from pyspark.sql import SparkSession
 
 from lake_assets.core.entries import TaskRunRecord
-from lake_assets.core.errors import LakeError
 from lake_assets.core.states import TaskTrigger
 from lake_assets.session import LakeSession
 from lake_assets.streams.entry import StreamEntry
 from lake_assets.tasks.entry import RunClaim, TaskEntry
 from lake_assets.tasks.runs import run_task
-from tests.ingest_helpers import local_volume
+from tests.ingest_helpers import local_volume, refused
 from tests.streams.test_engine import message, rows
 
 # Append-only streams turn on the change data feed alone (row tracking costs each commit ~0.75 s).
@@ -39,13 +38,6 @@ CONSUMER = (
 
 def properties(lake: LakeSession, sql: str) -> dict[str, Any]:
     return dict(rows(lake, sql))
-
-
-def refused(lake: LakeSession, sql: str) -> str:
-    with pytest.raises(LakeError) as caught:
-        lake.sql(sql)
-    assert "\n" not in str(caught.value)
-    return str(caught.value)
 
 
 def offset(lake: LakeSession, stream: str = "s") -> int:
