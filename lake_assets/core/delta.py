@@ -15,6 +15,10 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 from urllib.parse import unquote
 
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError
 from pyspark.sql import SparkSession
 
 from lake_assets.core.errors import LakeError
@@ -307,10 +311,28 @@ def _log_commit(log: _Log, version: int) -> Commit:
 
 
 def row_count(spark: SparkSession, location: str, version: int) -> int:
-    """Rows at one commit version (Delta answers COUNT(*) from file statistics)."""
+    """Rows at one commit version, from the files' statistics (a local table's read by delta-rs
+    in milliseconds; else Delta answers COUNT(*) from them in a Spark job)."""
+    folder = local_table(location)
+    counted = None if folder is None else _counted_rows(folder, version)
+    if counted is not None:
+        return counted
     return spark.sql(
         f"SELECT COUNT(*) FROM {delta_ref(location)} VERSION AS OF {int(version)}"
     ).first()[0]
+
+
+def _counted_rows(folder: Path, version: int) -> int | None:
+    """The rows of a local table's files at `version` by their statistics; None when a file has
+    none, when deletion vectors may hide some of its rows, or when delta-rs cannot read it."""
+    try:
+        table = DeltaTable(str(folder), version=version)
+        if "deletionVectors" in (table.protocol().reader_features or ()):
+            return None
+        counts = pa.chunked_array(table.get_add_actions(flatten=True).column("num_records"))
+    except (DeltaError, OSError):
+        return None
+    return None if counts.null_count else int(pc.sum(counts).as_py() or 0)
 
 
 def row_changes(operation: str, metrics: dict[str, str] | None) -> tuple[int, int, int] | None:

@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
@@ -220,6 +222,19 @@ def staged(
     try:
         frame.repartition(1).write.format(file_format.lower()).options(**options).save(str(staging))
         yield sorted(staging.glob(f"part-*.{_EXTENSIONS[file_format]}*"))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+@contextmanager
+def staged_parquet(rows: pa.Table, staging_root: Path) -> Iterator[list[Path]]:
+    """Rows already in this process as one Parquet file, staged as `staged` stages Spark's."""
+    staging = staging_root / f"export-{uuid.uuid4().hex}"
+    staging.mkdir(parents=True)
+    try:
+        part = staging / "part-00000.parquet"
+        pq.write_table(rows, part)
+        yield [part]
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

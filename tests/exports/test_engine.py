@@ -19,6 +19,7 @@ from pyspark.sql import SparkSession
 
 from lake_assets.core.delta import history
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
+from lake_assets.exports import engine
 from lake_assets.exports.engine import _retrying
 from lake_assets.exports.entry import ExportEntry
 from lake_assets.session import LakeSession
@@ -45,6 +46,15 @@ KEYED = (
     "ALTER TABLE t SET PROPERTIES ('change_tracking' = 'true')"
 )
 DAY = timedelta(days=1)
+
+
+@pytest.fixture(params=["in-process", "spark"])
+def writer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways records reach a local table or a Parquet file: a small export's through Arrow in
+    this process (delta-rs writes the table), a larger one's (here every one) through Spark."""
+    if request.param == "spark":
+        monkeypatch.setattr(engine, "_IN_PROCESS", 0)
+    return str(request.param)
 
 
 def millis(moment: datetime) -> int:
@@ -102,7 +112,7 @@ def status(lake: LakeSession, table: str = "lake_changelog_status") -> list[tupl
     return rows(lake, STATUS.format(table=table))
 
 
-def test_the_seed_example(lake: LakeSession) -> None:
+def test_the_seed_example(lake: LakeSession, writer: str) -> None:
     """Seed 004's seven rows on two key columns, as far as a single-version table has them: the
     DO of (pk1_V2, pk2_V2) has no counterpart and is never produced."""
     lake.sql(
@@ -339,12 +349,13 @@ def test_two_rows_of_one_commit_sharing_the_key_fail_the_export_and_write_nothin
     assert (again, fresh) == (duplicate_key("e"), duplicate_key("f"))
 
 
-def test_re_runs_to_a_table_hold_each_record_once(lake: LakeSession) -> None:
+def test_re_runs_to_a_table_hold_each_record_once(lake: LakeSession, writer: str) -> None:
     lake.sql(f"{KEYED}; INSERT INTO t VALUES (1, 'a', NULL), (2, 'b', 'c')")
     inserted = latest(lake, "t")
     start = commit_times(lake, "t")[inserted]
     end = start + DAY // timedelta(milliseconds=1)  # open: later commits fall in it
     lake.sql("CREATE CHANGELOG EXPORT e FROM TABLE t TO TABLE r")
+    lake.sql("ALTER TABLE r SET PROPERTIES ('change_tracking' = 'true')")
     first = run(lake, ranged("e", start, end))
     assert (first["records"], first["U"], first["complete"]) == (3, 3, False)
     once = records(lake, "r")
@@ -371,6 +382,15 @@ def test_re_runs_to_a_table_hold_each_record_once(lake: LakeSession) -> None:
         (1, None, times[inserted + 2], None, "DR"),
     ]
     assert len(status(lake)) == 2
+    # The replacement is one commit, and the target's own change feed has it: the three
+    # records before deleted, the six after inserted.
+    target = lake.catalog.get(TableEntry, "r")
+    assert target.row_count == 6
+    changes = lake.spark.sql(
+        f"SELECT _change_type, count(*) FROM table_changes_by_path('{target.location}', "
+        f"{target.version}, {target.version}) GROUP BY _change_type ORDER BY 1"
+    ).collect()
+    assert [tuple(row) for row in changes] == [("delete", 3), ("insert", 6)]
 
     # A status row lost (deleted by hand) with the records written: the next run replaces them.
     lake.sql("DELETE FROM lake_changelog_status WHERE export = 'e'")
@@ -410,7 +430,7 @@ def csv_records(path: Path) -> list[tuple]:
 
 
 def test_re_runs_to_a_volume_replace_the_range_s_one_file(
-    lake: LakeSession, tmp_path: Path
+    lake: LakeSession, tmp_path: Path, writer: str
 ) -> None:
     directory = local_volume(lake, tmp_path / "volume")
     lake.sql(f"{KEYED}; INSERT INTO t VALUES (1, 'a', NULL), (2, 'b', 'c')")
