@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import socket
 import sys
 from collections.abc import Iterator, Mapping
@@ -22,13 +21,13 @@ from dagster_pyspark.resources import spark_session_from_config
 from pyspark.sql import SparkSession
 
 from lake_assets.core.errors import LakeError
-from lake_assets.core.settings import LakeSettings
+from lake_assets.core.settings import LOCAL_MASTER, LakeSettings
 from resources.jvm import S3_LOG_STORE, SPARK_JAR_SETS, check_java, fetch_jars, s3_log_store_jar
+from resources.s3a import endpoint_settings
 
 _LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 DEFAULT_CONNECT_PORT = 15002
 _ENV_CREDENTIALS = "software.amazon.awssdk.auth.credentials.EnvironmentVariableCredentialsProvider"
-_LOCAL_MASTER = re.compile(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?")
 
 
 def spark_conf(settings: LakeSettings, environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -75,21 +74,15 @@ def s3a_conf(environ: Mapping[str, str]) -> dict[str, str]:
     if environ.get("AWS_ACCESS_KEY_ID"):
         conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = _ENV_CREDENTIALS
     region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION")
-    if region:
-        conf["spark.hadoop.fs.s3a.endpoint.region"] = region
     endpoint = environ.get("AWS_ENDPOINT_URL_S3") or environ.get("AWS_ENDPOINT_URL")
-    if endpoint:
-        # A server of its own (MinIO, moto, another cloud's S3 API): buckets in the path.
-        conf["spark.hadoop.fs.s3a.endpoint"] = endpoint
-        conf["spark.hadoop.fs.s3a.path.style.access"] = "true"
-        if urlparse(endpoint).scheme == "http":
-            conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = "false"
+    settings = endpoint_settings(endpoint, region).items()
+    conf.update({f"spark.hadoop.fs.s3a.{key}": value for key, value in settings})
     return conf
 
 
 def local_cores(master: str) -> int | None:
     """The task slots of a local master (`local`, `local[N]`, `local[*]`); None for a cluster."""
-    match = _LOCAL_MASTER.fullmatch(master.strip())
+    match = LOCAL_MASTER.fullmatch(master.strip())
     if match is None:
         return None
     slots = match.group(1) or "1"

@@ -49,6 +49,8 @@ class VolumeStore(Protocol):
     def list(self, prefix: str = "", recursive: bool = True) -> list[FileInfo]: ...
     def stat(self, relative: str) -> FileInfo | None: ...
     def local_path(self, relative: str) -> Path: ...
+    def spark_path(self, relative: str) -> str: ...
+    def spark_options(self) -> dict[str, str]: ...
     def put(self, source: Path, relative: str) -> None: ...
     def delete(self, relative: str) -> None: ...
 
@@ -90,6 +92,13 @@ class LocalStore:
     def local_path(self, relative: str) -> Path:
         return self.root / inside(relative)
 
+    def spark_path(self, relative: str) -> str:
+        """Where Spark reads the file: in place."""
+        return str(self.local_path(relative))
+
+    def spark_options(self) -> dict[str, str]:
+        return {}
+
     def put(self, source: Path, relative: str) -> None:
         target = self.local_path(relative)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -102,13 +111,23 @@ class LocalStore:
 
 
 class S3Store:
-    """A volume in an S3-compatible bucket; Spark reads local copies kept under a cache folder."""
+    """A volume in an S3-compatible bucket. Spark reads its objects in place through S3A with
+    the bucket's `s3a` settings when given (a cluster's executors), else local copies kept under
+    a cache folder (faster for a local master: bench/s3_volume_reads.py)."""
 
-    def __init__(self, client: Any, bucket: str, prefix: str, cache: Path) -> None:
+    def __init__(
+        self,
+        client: Any,
+        bucket: str,
+        prefix: str,
+        cache: Path,
+        s3a: dict[str, str] | None = None,
+    ) -> None:
         self.client = client
         self.bucket = bucket
         self.prefix = prefix.strip("/") + "/"
         self.cache = cache
+        self.s3a = s3a
 
     def _objects(self, prefix: str, recursive: bool) -> Iterator[dict[str, Any]]:
         paginator = self.client.get_paginator("list_objects_v2")
@@ -183,6 +202,14 @@ class S3Store:
             self.client.download_file(self.bucket, key, str(staging))
             staging.replace(target)
         return target
+
+    def spark_path(self, relative: str) -> str:
+        if self.s3a is None:
+            return str(self.local_path(relative))
+        return f"s3a://{self.bucket}/{self.prefix}{inside(relative)}"
+
+    def spark_options(self) -> dict[str, str]:
+        return dict(self.s3a or {})
 
     def put(self, source: Path, relative: str) -> None:
         self.client.upload_file(str(source), self.bucket, self.prefix + inside(relative))

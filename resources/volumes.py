@@ -9,6 +9,7 @@ from lake_assets.connections.entry import ConnectionEntry
 from lake_assets.core.errors import LakeError
 from lake_assets.volumes.entry import VolumeEntry
 from resources.queues import EventQueue
+from resources.s3a import bucket_settings
 from resources.secrets import unseal
 from resources.storage import LocalStore, S3Store, VolumeStore, split_location
 
@@ -51,7 +52,11 @@ def open_queue(volume: VolumeEntry, connection: ConnectionEntry, lake_home: Path
     return EventQueue(sqs_client(connection, lake_home), volume.queue_name, volume.name)
 
 
-def open_store(volume: VolumeEntry, connection: ConnectionEntry, lake_home: Path) -> VolumeStore:
+def open_store(
+    volume: VolumeEntry, connection: ConnectionEntry, lake_home: Path, *, in_place: bool = False
+) -> VolumeStore:
+    """The volume's files; `in_place`: Spark reads objects in a bucket through S3A, where a
+    cluster's executors reach them, rather than through this machine's copies."""
     scheme, bucket, path = split_location(volume.location)
     if scheme == "file":
         if connection.type != "LOCAL":
@@ -67,4 +72,9 @@ def open_store(volume: VolumeEntry, connection: ConnectionEntry, lake_home: Path
             "use an S3, OSS or COS connection for bucket locations",
         )
     cache = lake_home / "cache" / "volumes" / volume.name
-    return S3Store(s3_client(connection, lake_home), bucket, path, cache)
+    client = _client_settings(connection, lake_home)
+    s3a = None
+    if in_place:
+        keys = client["aws_access_key_id"], client["aws_secret_access_key"]
+        s3a = bucket_settings(bucket, client["endpoint_url"], client["region_name"], *keys)
+    return S3Store(s3_client(connection, lake_home), bucket, path, cache, s3a)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_SPARK_MASTER = "local[2]"
+# A master that runs Spark inside the driver: `local`, `local[N]`, `local[*]`, `local[N, F]`.
+LOCAL_MASTER = re.compile(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?")
 # Partition keys (source versions) each stream keeps in Dagster, which advises at most 100k
 # partitions per asset; beyond it the oldest consumed keys go first.
 DEFAULT_STREAM_PARTITIONS = 10_000
@@ -50,6 +53,11 @@ class LakeSettings:
     stream_partitions: int = DEFAULT_STREAM_PARTITIONS
     catalog_url: str | None = None
     warehouse_url: str | None = None
+
+    @property
+    def local_spark(self) -> bool:
+        """Whether Spark runs inside the driver, on this machine, rather than on a cluster."""
+        return LOCAL_MASTER.fullmatch(self.spark_master.strip()) is not None
 
     @property
     def catalog_path(self) -> Path:

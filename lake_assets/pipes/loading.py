@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from urllib.parse import unquote
 
-from pyspark.sql import DataFrame, DataFrameReader, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lake_assets.core import failpoints
@@ -33,7 +33,7 @@ from lake_assets.core.states import LoadStatus
 from lake_assets.pipes.diagnose import first_problem
 from lake_assets.tables.dml import record_commit_state
 from lake_assets.tables.entry import TableEntry
-from lake_assets.volumes.files import column_ddl, reader_options
+from lake_assets.volumes.files import column_ddl, file_reader
 from lake_assets.volumes.grammar import VolumeSource
 from resources.storage import FileInfo, VolumeStore
 
@@ -159,20 +159,17 @@ class _Malformed(Exception):
     """Some file in the batch has a record that does not fit the table."""
 
 
-def _reader(spark: SparkSession, source: VolumeSource) -> DataFrameReader:
-    return spark.read.format(source.file_format.lower()).options(**reader_options(source))
-
-
 def _parse(
     spark: SparkSession,
     source: VolumeSource,
+    store: VolumeStore,
     columns: tuple[Column, ...],
     paths: list[str],
     *,
     strict: bool,
 ) -> DataFrame:
     """The files' rows; strict reading fails on the first bad record, lenient marks it."""
-    reader = _reader(spark, source)
+    reader = file_reader(spark, source, store)
     if source.file_format == "PARQUET":
         frame = reader.load(paths)
         present = {name.lower(): name for name in frame.columns}
@@ -203,14 +200,18 @@ def _parse(
 
 
 def _rows_per_file(
-    spark: SparkSession, source: VolumeSource, columns: tuple[Column, ...], paths: list[str]
+    spark: SparkSession,
+    source: VolumeSource,
+    store: VolumeStore,
+    columns: tuple[Column, ...],
+    paths: list[str],
 ) -> dict[str, int]:
     """Each file's row count, without converting any value (the cheap pass)."""
-    frame = _reader(spark, source)
+    frame = file_reader(spark, source, store)
     if source.file_format != "PARQUET":
         frame = frame.schema(column_ddl(_as_read(columns)))
     counts = frame.load(paths).groupBy(F.col("_metadata.file_path").alias(_FILE)).count()
-    return {_local_path(row[_FILE]): row["count"] for row in counts.collect()}
+    return {_read_path(row[_FILE]): row["count"] for row in counts.collect()}
 
 
 def _file_stats(
@@ -226,7 +227,7 @@ def _file_stats(
         )
         .collect()
     )
-    counts = {_local_path(row[_FILE]): row["rows"] for row in stats if not row["bad"]}
+    counts = {_read_path(row[_FILE]): row["rows"] for row in stats if not row["bad"]}
     problems = {
         row[_FILE]: first_problem(source, columns, row["first_bad"]) for row in stats if row["bad"]
     }
@@ -256,11 +257,11 @@ def load(
     if not files:
         return LoadOutcome(table.name, None, [], [])
     columns = target_columns(table, source)
-    local = {str(store.local_path(info.relative_path)): info for info in files}
+    local = {store.spark_path(info.relative_path): info for info in files}
     now = now_utc()
     failed: list[LoadRecord] = []
     if source.file_format == "PARQUET":
-        for path, problem in _unreadable_parquet(spark, list(local)).items():
+        for path, problem in _unreadable_parquet(spark, store, list(local)).items():
             failed.append(
                 _record(local.pop(path), now, LoadStatus.LOAD_FAILED, 0, problem, pipe, None)
             )
@@ -268,17 +269,17 @@ def load(
     good: list[tuple[FileInfo, int]] = []
     if local:
         try:
-            good = _good(local, _rows_per_file(spark, source, columns, list(local)))
-            rows = _parse(spark, source, columns, list(local), strict=True)
+            good = _good(local, _rows_per_file(spark, source, store, columns, list(local)))
+            rows = _parse(spark, source, store, columns, list(local), strict=True)
             version = _commit(spark, catalog, table, rows, columns, good, now, pipe, fence)
         except Exception as error:  # a bad record aborts the write before its commit
             if not _is_malformed(error):
                 raise
-            frame = _parse(spark, source, columns, list(local), strict=False).cache()
+            frame = _parse(spark, source, store, columns, list(local), strict=False).cache()
             try:
                 counts, problems = _file_stats(frame, source, columns)
                 for uri, problem in problems.items():
-                    info = local.pop(_local_path(uri))
+                    info = local.pop(_read_path(uri))
                     failed.append(
                         _record(info, now, LoadStatus.LOAD_FAILED, 0, problem, pipe, None)
                     )
@@ -299,12 +300,14 @@ def _good(local: dict[str, FileInfo], counts: dict[str, int]) -> list[tuple[File
     return [(info, counts.get(path, 0)) for path, info in local.items()]
 
 
-def _unreadable_parquet(spark: SparkSession, paths: list[str]) -> dict[str, str]:
+def _unreadable_parquet(
+    spark: SparkSession, store: VolumeStore, paths: list[str]
+) -> dict[str, str]:
     """Parquet files whose footer cannot be read (cut short, not Parquet), with the reason."""
     problems = {}
     for path in paths:
         try:
-            spark.read.parquet(path).schema  # noqa: B018 - reading the footer is the check
+            spark.read.options(**store.spark_options()).parquet(path).schema  # noqa: B018 - reading the footer is the check
         except Exception as error:  # any Spark read failure means this one file is unreadable
             problems[path] = f"not a readable Parquet file: {str(error).splitlines()[0][:200]}"
     return problems
@@ -328,10 +331,11 @@ def _as_table_rows(frame: DataFrame, table: TableEntry, columns: tuple[Column, .
     )
 
 
-def _local_path(uri: str) -> str:
-    """Spark's file URI (file:/x or file:///x, percent-encoded) back to the local path."""
+def _read_path(uri: str) -> str:
+    """Spark's file URI (file:/x or file:///x, or s3a://b/x; percent-encoded) back to the path
+    Spark was given."""
     if not uri.startswith("file:"):
-        return uri
+        return unquote(uri)
     return "/" + unquote(uri.removeprefix("file:")).lstrip("/")
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
 from lake_assets.connections.entry import ConnectionEntry
@@ -46,8 +46,10 @@ _EXTENSIONS = {"CSV": "csv", "PARQUET": "parquet", "JSON": "json"}
 
 
 def store_of(catalog: Catalog, settings: LakeSettings, volume: VolumeEntry) -> VolumeStore:
+    """The volume's store, as this process's Spark reads it: a cluster's executors read objects
+    in place."""
     connection = catalog.get(ConnectionEntry, volume.connection)
-    return open_store(volume, connection, settings.lake_home)
+    return open_store(volume, connection, settings.lake_home, in_place=not settings.local_spark)
 
 
 def create_directory_table(spark: SparkSession, location: str) -> None:
@@ -157,19 +159,21 @@ def named_files(
     return found
 
 
-def reader_options(source: VolumeSource) -> dict[str, str]:
-    options = dict(source.options)
+def file_reader(spark: SparkSession, source: VolumeSource, store: VolumeStore) -> DataFrameReader:
+    """A reader of the COPY's or SELECT's files: their format options, and what Spark needs to
+    reach them."""
+    options = {**store.spark_options(), **source.options}
     if source.file_format == "JSON":
         options.setdefault("multiLine", "false")
-    return options
+    return spark.read.format(source.file_format.lower()).options(**options)
 
 
 def read_files(
     spark: SparkSession, source: VolumeSource, store: VolumeStore, files: list[FileInfo]
 ) -> DataFrame:
     """SELECT … FROM VOLUME v …: CSV without header or column list names columns f0, f1, …"""
-    paths = [str(store.local_path(info.relative_path)) for info in files]
-    reader = spark.read.format(source.file_format.lower()).options(**reader_options(source))
+    paths = [store.spark_path(info.relative_path) for info in files]
+    reader = file_reader(spark, source, store)
     if source.columns:
         reader = reader.schema(column_ddl(source.columns))
     if not paths:

@@ -517,9 +517,19 @@ def test_connection_secrets_are_never_shown_nor_stored_in_clear(tmp_path: Path) 
 # --- S3: a real (moto) S3 endpoint over HTTP ---
 
 
+@pytest.mark.parametrize("master", ["local[2]", "spark://127.0.0.1:7077"])
 def test_copy_from_an_s3_volume(
-    lake: LakeSession, s3_endpoint: str, monkeypatch: pytest.MonkeyPatch
+    spark: SparkSession,
+    tmp_path: Path,
+    s3_endpoint: str,
+    monkeypatch: pytest.MonkeyPatch,
+    master: str,
 ) -> None:
+    """A local master reads the objects through local copies; a cluster's (here only named: this
+    session's Spark does the reading) through S3A in place, with the bucket's settings on the
+    read, so that its executors reach them and nothing is copied to the driver."""
+    settings = LakeSettings(lake_home=tmp_path, spark_master=master)
+    lake = LakeSession(Catalog(settings.catalog_path), settings, lambda: spark)
     # S3 dates objects at upload, so the settle window cannot be dodged by back-dating them.
     monkeypatch.setattr(loading, "SETTLE_SECONDS", 0.0)
     s3, bucket = new_bucket(s3_endpoint)
@@ -535,20 +545,25 @@ def test_copy_from_an_s3_volume(
         "CREATE TABLE t (id BIGINT, name STRING)"
     )
     s3.upload_fileobj(io.BytesIO(b"1,a\n2,b\n"), bucket, "incoming/a.csv")
-    s3.upload_fileobj(io.BytesIO(b"3,c\n"), bucket, "incoming/day=2/b.csv")
+    s3.upload_fileobj(io.BytesIO(b"3,c\n"), bucket, "incoming/day=2/b c.csv")
+    s3.upload_fileobj(io.BytesIO(b"4,d\nx,e\n"), bucket, "incoming/bad.csv")
     s3.put_object(Bucket=bucket, Key="elsewhere/c.csv", Body=b"9,z\n")  # outside the volume
 
     assert message(lake, f"{COPY} PURGE = TRUE") == (
-        "COPY: 2 files loaded (3 rows), 0 failed, 2 purged; t is at version 1"
+        "COPY: 2 files loaded (3 rows), 1 failed, 2 purged; t is at version 1"
     )
     assert rows(lake, "SELECT * FROM t ORDER BY id") == [(1, "a"), (2, "b"), (3, "c")]
-    assert sorted(r.file_path for r in lake.catalog.load_history("t")) == [
-        f"s3://{bucket}/incoming/a.csv",
-        f"s3://{bucket}/incoming/day=2/b.csv",
+    assert sorted((r.file_path, r.status) for r in lake.catalog.load_history("t")) == [
+        (f"s3://{bucket}/incoming/a.csv", "LOADED"),
+        (f"s3://{bucket}/incoming/bad.csv", "LOAD_FAILED"),
+        (f"s3://{bucket}/incoming/day=2/b c.csv", "LOADED"),
     ]
     left = s3.list_objects_v2(Bucket=bucket).get("Contents", [])
-    assert [item["Key"] for item in left] == ["elsewhere/c.csv"]
+    assert [item["Key"] for item in left] == ["elsewhere/c.csv", "incoming/bad.csv"]
     assert message(lake, COPY) == NO_CHANGE
+    assert rows(lake, "SELECT count(*) FROM VOLUME v USING CSV FILES ('bad.csv')") == [(2,)]
+    copies = lake.settings.lake_home / "cache" / "volumes" / "v"
+    assert copies.exists() == (master == "local[2]")
 
 
 # --- bugs found while writing these tests ---
