@@ -35,6 +35,17 @@ _FIXES = {
     "MISSING_AGGREGATION": "add the column to GROUP BY or wrap it in an aggregate",
 }
 _DEFAULT_FIX = "run again with --debug to see Spark's full error"
+# Fixes for Java failures without a condition, by a name in their innermost cause.
+_NO_CREDENTIALS = (
+    "give every Spark process AWS credentials: export AWS_ACCESS_KEY_ID and "
+    "AWS_SECRET_ACCESS_KEY where the driver and a cluster's workers start (executors inherit "
+    "the worker's environment), or give the machines an instance role"
+)
+_CAUSE_FIXES = {
+    "NoAuthWithAWSException": _NO_CREDENTIALS,
+    "NoAwsCredentialsException": _NO_CREDENTIALS,
+}
+_CAUSE = re.compile(r"^Caused by: ([\w.$]+): (.*)$", re.MULTILINE)
 
 
 def _condition_and_message(error: BaseException) -> tuple[str, str] | None:
@@ -46,6 +57,10 @@ def _condition_and_message(error: BaseException) -> tuple[str, str] | None:
         found = _CONDITION.findall(str(error))
         if found:
             return found[-1]
+        causes = _CAUSE.findall(str(error))
+        if causes:  # "An error occurred while calling o82.save" says nothing: the cause does
+            name, message = causes[-1]
+            return "", f"{name.rsplit('.', 1)[-1]}: {message}"
         return "", str(error).splitlines()[0]
     return None
 
@@ -62,6 +77,7 @@ def translate_spark_error(error: BaseException, locations: Mapping[str, str]) ->
     for location, name in sorted(locations.items(), key=lambda item: -len(item[0])):
         text = re.sub(r"(`?delta`?\.)?`?(file:)?" + re.escape(location) + "`?", name, text)
     prefixes = [prefix for prefix in _FIXES if condition.startswith(prefix)]
-    fix = _FIXES[max(prefixes, key=len)] if prefixes else _DEFAULT_FIX
+    causes = [fix for cause, fix in _CAUSE_FIXES.items() if cause in message]
+    fix = _FIXES[max(prefixes, key=len)] if prefixes else next(iter(causes), _DEFAULT_FIX)
     label = f"[{condition}] " if condition else ""
     return LakeError(f"{label}{text}", fix)

@@ -2,9 +2,11 @@
 
 An export of [start, end) finds its commits by their times, starting where the status table says
 the export before it left off (else at the oldest commit kept), reads their changes once as
-records, and replaces the range's records in one step: one Delta commit (REPLACE WHERE on the
-range) for a table, one atomic put of `<range>/changelog.<ext>` for a volume. Re-running a range
-gives the same records, never duplicates, and a range exported in full is not read again."""
+records, and replaces the range's records in one step: one Delta commit overwriting the range
+for a table, one atomic put of `<range>/changelog.<ext>` for a volume. A small export's records
+come into this process as Arrow and are written there; a larger one's are written by Spark.
+Re-running a range gives the same records, never duplicates, and a range exported in full is not
+read again."""
 
 from __future__ import annotations
 

@@ -11,6 +11,8 @@ from pyspark.sql import SparkSession
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.settings import LakeSettings
 from lake_assets.session import LakeSession
+from lake_assets.sql.grammar import StatementError
+from resources.s3a import bucket_settings
 from tests.s3_server import ACCESS_ID, ACCESS_KEY, REGION, new_bucket, s3_client
 from tests.warehouse.test_append_races import run_writers, writer_env
 
@@ -24,17 +26,8 @@ def bucket(spark: SparkSession, s3_endpoint: str, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_ID)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", ACCESS_KEY)
     monkeypatch.setenv("AWS_REGION", REGION)
-    settings = {
-        "endpoint": s3_endpoint,
-        "endpoint.region": REGION,
-        "path.style.access": "true",
-        "connection.ssl.enabled": "false",
-        "aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
-        "access.key": ACCESS_ID,
-        "secret.key": ACCESS_KEY,
-    }
-    for key, value in settings.items():
-        spark.conf.set(f"fs.s3a.bucket.{name}.{key}", value)
+    for key, value in bucket_settings(name, s3_endpoint, REGION, ACCESS_ID, ACCESS_KEY).items():
+        spark.conf.set(key, value)
     return name
 
 
@@ -119,3 +112,23 @@ def test_two_processes_append_to_one_table_and_no_commit_is_lost(
     assert [tuple(row) for row in rows.rows] == [("a", TIMES), ("b", TIMES)]
     location = s3_lake.catalog.relation("t").location
     assert log_versions(s3_endpoint, bucket, location) == list(range(2 * TIMES + 1))
+
+
+def test_a_spark_without_credentials_for_the_warehouse_says_so_in_one_line(
+    spark: SparkSession, s3_endpoint: str, tmp_path: Path
+) -> None:
+    """Executors started where no AWS variables are exported fail this way; the line names the
+    cause, not Py4J's "An error occurred while calling o82.save"."""
+    _, name = new_bucket(s3_endpoint)
+    for key, value in bucket_settings(name, s3_endpoint, REGION, None, None).items():
+        spark.conf.set(key, value)
+    provider = "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"  # and no keys for it
+    spark.conf.set(f"fs.s3a.bucket.{name}.aws.credentials.provider", provider)
+    settings = LakeSettings(lake_home=tmp_path, warehouse_url=f"s3a://{name}/lake/")
+    lake = LakeSession(Catalog(settings.catalog_path), settings, lambda: spark)
+    with pytest.raises(StatementError) as raised:
+        lake.sql("CREATE TABLE t (id BIGINT)")
+    text = str(raised.value)
+    assert "NoAwsCredentialsException: SimpleAWSCredentialsProvider: No AWS credentials" in text
+    assert "export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" in text
+    assert len(text.splitlines()) == 1
