@@ -1,11 +1,13 @@
 """One Spark session for the whole test session; a fresh catalog and warehouse per test; one moto
-S3 server and one Kafka broker for the whole test session (started only by the tests that ask for
-`s3_endpoint` or `kafka_broker`)."""
+S3 server, one Postgres server, one Kafka broker and one Spark standalone cluster for the whole
+test session (started only by the tests that ask for `s3_endpoint`, `postgres_url`,
+`kafka_broker` or `spark_cluster`)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -16,9 +18,10 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.settings import LakeSettings
 from lake_assets.session import LakeSession
 from resources.spark import DeltaSparkResource
+from resources.spark_cluster import Cluster, local_cluster
 from tests.kafka_server import kafka_broker_fixture
 from tests.postgres_server import postgres_url_fixture
-from tests.s3_server import s3_endpoint_fixture
+from tests.s3_server import aws_env, s3_endpoint_fixture
 
 s3_endpoint = s3_endpoint_fixture(scope="session")
 postgres_url = postgres_url_fixture(scope="session")
@@ -26,7 +29,7 @@ kafka_broker = kafka_broker_fixture(scope="session")
 
 # Property tests: a few examples while developing, more in CI (CI=true), or as HYPOTHESIS_PROFILE.
 settings.register_profile("dev", max_examples=3)
-settings.register_profile("ci", max_examples=8)
+settings.register_profile("ci", max_examples=6)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
@@ -49,3 +52,19 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
 def lake(spark: SparkSession, tmp_path: Path) -> LakeSession:
     settings = LakeSettings(lake_home=tmp_path)
     return LakeSession(Catalog(settings.catalog_path), settings, lambda: spark)
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Iterator[Cluster]:
+    """A standalone master and worker, started as the README says where the S3 server's AWS
+    variables are exported (executors inherit the worker's environment; this process's own is
+    left as it was); afterwards each daemon's process group, executors too, is gone."""
+    with ExitStack() as stack:
+        with pytest.MonkeyPatch.context() as patch:
+            for key, value in aws_env(s3_endpoint).items():
+                patch.setenv(key, value)
+            running = stack.enter_context(local_cluster(tmp_path_factory.mktemp("spark-cluster")))
+        yield running
+    for process in running.processes:
+        with pytest.raises(ProcessLookupError):
+            os.killpg(process.pid, 0)

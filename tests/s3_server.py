@@ -89,3 +89,13 @@ def new_bucket(endpoint: str) -> tuple[Any, str]:
     s3 = s3_client(endpoint)
     s3.create_bucket(Bucket=bucket)
     return s3, bucket
+
+
+def aws_env(endpoint: str) -> dict[str, str]:
+    """The standard AWS variables that point boto3 and S3A at the test server."""
+    return {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": ACCESS_ID,
+        "AWS_SECRET_ACCESS_KEY": ACCESS_KEY,
+        "AWS_REGION": REGION,
+    }

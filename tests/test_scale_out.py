@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,10 +22,10 @@ from sqlalchemy.engine import make_url
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.states import RefreshMode, RefreshState, RefreshTrigger, TaskRunState
 from lake_assets.daemon import spawn_daemon
-from resources.spark_cluster import Cluster, local_cluster
+from resources.spark_cluster import Cluster
 from resources.spark_server import LOOPBACK
 from tests.postgres_server import new_database
-from tests.s3_server import ACCESS_ID, ACCESS_KEY, REGION, new_bucket, s3_client
+from tests.s3_server import ACCESS_ID, ACCESS_KEY, REGION, aws_env, new_bucket, s3_client
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 # Generous: every run starts a driver of its own, and they share two cores with the suite.
@@ -66,29 +66,9 @@ rows
 """
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Iterator[Cluster]:
-    """A master and worker started, as the README says, where the warehouse's AWS variables are
-    exported: executors inherit the worker's environment and sign their S3 requests with it."""
-    with pytest.MonkeyPatch.context() as patch:
-        for key, value in aws_env(s3_endpoint).items():
-            patch.setenv(key, value)
-        with local_cluster(tmp_path_factory.mktemp("spark-cluster")) as running:
-            yield running
-
-
-def aws_env(endpoint: str) -> dict[str, str]:
-    return {
-        "AWS_ENDPOINT_URL": endpoint,
-        "AWS_ACCESS_KEY_ID": ACCESS_ID,
-        "AWS_SECRET_ACCESS_KEY": ACCESS_KEY,
-        "AWS_REGION": REGION,
-    }
-
-
 @pytest.fixture
 def deployment(
-    cluster: Cluster,
+    spark_cluster: Cluster,
     postgres_url: str,
     s3_endpoint: str,
     tmp_path: Path,
@@ -110,7 +90,7 @@ def deployment(
         "DAGSTER_PG_DB": str(storage.database),
         "LAKE_HOME": str(tmp_path / "lake"),
         "LAKE_CATALOG_URL": new_database(postgres_url),
-        "LAKE_SPARK_MASTER": cluster.master_url,
+        "LAKE_SPARK_MASTER": spark_cluster.master_url,
         "LAKE_WAREHOUSE": f"s3a://{bucket}/warehouse/",
         **aws_env(s3_endpoint),
         "SPARK_LOCAL_IP": LOOPBACK,
@@ -142,7 +122,7 @@ def wait_until(what: str, done: Callable[[], bool], log: Path) -> None:
 
 
 def test_seed_001_on_a_cluster_an_s3_warehouse_and_postgres(
-    deployment: dict[str, str], cluster: Cluster, s3_endpoint: str, tmp_path: Path
+    deployment: dict[str, str], spark_cluster: Cluster, s3_endpoint: str, tmp_path: Path
 ) -> None:
     bucket = deployment["BUCKET"]
     lake_sql(
@@ -182,7 +162,7 @@ def test_seed_001_on_a_cluster_an_s3_warehouse_and_postgres(
     assert runs
     assert {run.status for run in runs} == {DagsterRunStatus.SUCCESS}
     # Every run's Spark ran on the worker, and every table is in the bucket, none on local disk.
-    apps = cluster.state()["completedapps"]
+    apps = spark_cluster.state()["completedapps"]
     assert len([app for app in apps if app["name"] == "lake"]) >= len(runs)
     keys = [item["Key"] for item in s3.list_objects_v2(Bucket=bucket)["Contents"]]
     for table in ("ods", "summary", "audit"):

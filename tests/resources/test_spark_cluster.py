@@ -1,5 +1,5 @@
-"""LAKE_SPARK_MASTER=spark://…: a real standalone master and worker from the pyspark package, one
-for the module. Drivers run in subprocesses (`lake sql`, `lake spark-server`): this process keeps
+"""LAKE_SPARK_MASTER=spark://…: a real standalone master and worker from the pyspark package, the
+test session's. Drivers run in subprocesses (`lake sql`, `lake spark-server`): this process keeps
 its one local session."""
 
 from __future__ import annotations
@@ -10,28 +10,22 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from resources.spark_cluster import Cluster, local_cluster, master_status
+from resources.spark_cluster import Cluster, master_status
 from resources.spark_server import LOOPBACK, free_port, listening, server_url, spawn_server, stop
 from tests.s3_server import new_bucket
 
 DEADLINE_SECONDS = 120.0
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    folder = tmp_path_factory.mktemp("spark-cluster")
-    with local_cluster(folder) as running:
-        yield running
-    # Each daemon's process group (a worker's executors too) is gone.
-    for process in running.processes:
-        with pytest.raises(ProcessLookupError):
-            os.killpg(process.pid, 0)
+@pytest.fixture
+def cluster(spark_cluster: Cluster) -> Cluster:
+    """The test session's cluster (tests/conftest.py)."""
+    return spark_cluster
 
 
 def _workers_under(folder: Path) -> list[str]:
@@ -160,39 +154,6 @@ def test_the_executors_read_an_s3_volume_in_place(
     logs = [*tmp_path.rglob("*.log"), *(cluster.work_dir / app["id"]).rglob("std*")]
     assert logs
     assert not [log for log in logs if secret in log.read_text(errors="replace")]
-
-
-def test_a_dagster_run_refreshes_a_dynamic_table_on_the_cluster(
-    cluster: Cluster, tmp_path: Path
-) -> None:
-    lake_home = tmp_path / "lake"
-    local = _env(lake_home, LAKE_SPARK_MASTER="local[1]")
-    _lake_sql(
-        local,
-        SETUP
-        + "CREATE DYNAMIC TABLE totals AS SELECT name, SUM(amount) AS total FROM t GROUP BY name;"
-        + "INSERT INTO t VALUES (4, 'a', 1.00)",
-    )
-    before = _app_ids(cluster)
-    dagster_home = tmp_path / "dagster"
-    dagster_home.mkdir()
-    materialize = "dagster asset materialize -m lake_assets.definitions --select totals"
-    run = subprocess.run(
-        [sys.executable, "-m", *materialize.split()],
-        env={
-            **_env(lake_home, LAKE_SPARK_MASTER=cluster.master_url),
-            "DAGSTER_HOME": str(dagster_home),
-        },
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    app = _app(cluster, "lake", "completed", before)
-    assert _finished_tasks(cluster, app["id"]) > 0
-    assert _lake_sql(local, "SELECT name, total FROM totals ORDER BY name") == (
-        "name | total\n-----+------\na    | 2.50\nb    | 4.00\nc    | 6.50\n(3 rows)\n"
-    )
 
 
 def test_lake_spark_cluster_serves_until_interrupted(tmp_path: Path) -> None:
