@@ -193,6 +193,22 @@ def remove_table(location: str) -> None:
         log.remove(table)
 
 
+def fetch_folder(location: str, into: Path) -> None:
+    """Copy the files directly in a folder of the warehouse, local or in S3, into `into`."""
+    into.mkdir(parents=True, exist_ok=True)
+    scheme, _, rest = location.partition("://")
+    if rest and scheme in _OBJECT_SCHEMES:
+        bucket, _, key = rest.partition("/")
+        folder = _ObjectLog(bucket, key.strip("/") + "/")
+        for name in folder.keys(folder.prefix):
+            if "/" not in name[len(folder.prefix) :]:
+                _s3().download_file(bucket, name, str(into / name[len(folder.prefix) :]))
+        return
+    for path in _file_path(location).iterdir():
+        if path.is_file():
+            shutil.copyfile(path, into / path.name)
+
+
 class _Log(Protocol):
     """A Delta transaction log read without Spark."""
 

@@ -419,14 +419,14 @@ def _to_volume(
     store = store_of(session.catalog, session.settings, volume)
     folder = "/".join(part for part in (export.subdirectory, window.label) if part)
     name = f"{folder}/{file_name('changelog', export.file_format)}"
-    staging, writer = session.settings.lake_home / "tmp", f"changelog export {export.name}"
+    writer = f"changelog export {export.name}"
     if export.file_format == "PARQUET" and records.few:
         arrow = records.frame.toArrow()
-        with staged_parquet(arrow, staging) as parts:
+        with staged_parquet(arrow, session.settings.lake_home / "tmp") as parts:
             put_single(volume, store, name, parts, writer)
         return _op_counts(arrow)
     observed, counts = _counted(records.frame)
-    with staged(observed, export.file_format, {}, staging) as parts:
+    with staged(observed, export.file_format, {}, session.settings) as parts:
         put_single(volume, store, name, parts, writer)
     return counts()
 

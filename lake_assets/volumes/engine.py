@@ -70,7 +70,7 @@ def copy_into_volume(session: LakeSession, stmt: CopyIntoVolume) -> Result:
     """Export a table or a query's rows; a query that reads streams consumes them (one file,
     named from the statement's tag, moves them) as INSERT … SELECT does."""
     volume, store = _opened(session, stmt.volume)
-    staging = session.settings.lake_home / "tmp"
+    staging = session.settings
     if stmt.table is not None:
         location = session.catalog.get(TableEntry, stmt.table).location
         frame = session.spark.read.format("delta").load(location)

@@ -18,7 +18,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType, Tim
 from lake_assets.connections.entry import ConnectionEntry
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.commits import Marker, committing, new_record, newest, writer_options
-from lake_assets.core.delta import delta_ref
+from lake_assets.core.delta import delta_ref, fetch_folder, remove_table
 from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
 from lake_assets.core.names import hidden
@@ -201,13 +201,13 @@ def copy_into_volume(
     store: VolumeStore,
     frame: DataFrame,
     stmt: CopyIntoVolume,
-    staging_root: Path,
+    settings: LakeSettings,
     exported: str | None = None,
 ) -> Result:
     """Write the rows under SUBDIRECTORY as one file per Spark partition named partNNNNN.<ext>,
     or, for a COPY that consumes streams, as the one file `exported`."""
     extension = _EXTENSIONS[stmt.file_format]
-    with staged(frame, stmt.file_format, stmt.options, staging_root) as parts:
+    with staged(frame, stmt.file_format, stmt.options, settings) as parts:
         if exported is None:
             written = _numbered(store, inside(stmt.subdirectory, "SUBDIRECTORY"), extension, parts)
         else:
@@ -218,16 +218,25 @@ def copy_into_volume(
 
 @contextmanager
 def staged(
-    frame: DataFrame, file_format: str, options: dict[str, str], staging_root: Path
+    frame: DataFrame, file_format: str, options: dict[str, str], settings: LakeSettings
 ) -> Iterator[list[Path]]:
-    """The rows written by one Spark task into a fresh local folder, which goes afterwards:
-    its files are put into a volume whole, never written there in pieces."""
-    staging = staging_root / f"export-{uuid.uuid4().hex}"
+    """The rows written by one Spark task into a fresh folder, whose files are then put into a
+    volume whole (never written there in pieces); the folder goes afterwards. A local master's
+    task writes it under LAKE_HOME; a cluster's executor under the warehouse, which every node
+    reaches, and the driver fetches the files from there."""
+    name = f"export-{uuid.uuid4().hex}"
+    local = settings.lake_home / "tmp" / name
+    shared = None if settings.local_spark else f"{settings.warehouse_location}/_staging/{name}"
     try:
-        frame.repartition(1).write.format(file_format.lower()).options(**options).save(str(staging))
-        yield sorted(staging.glob(f"part-*.{_EXTENSIONS[file_format]}*"))
+        writer = frame.repartition(1).write.format(file_format.lower()).options(**options)
+        writer.save(shared or str(local))
+        if shared is not None:
+            fetch_folder(shared, local)
+        yield sorted(local.glob(f"part-*.{_EXTENSIONS[file_format]}*"))
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(local, ignore_errors=True)
+        if shared is not None:
+            remove_table(shared)
 
 
 @contextmanager

@@ -17,7 +17,7 @@ import pytest
 
 from resources.spark_cluster import Cluster, master_status
 from resources.spark_server import LOOPBACK, free_port, listening, server_url, spawn_server, stop
-from tests.s3_server import new_bucket
+from tests.s3_server import aws_env, new_bucket
 
 DEADLINE_SECONDS = 120.0
 
@@ -131,26 +131,38 @@ def test_the_executors_read_an_s3_volume_in_place(
     cluster: Cluster, tmp_path: Path, s3_endpoint: str
 ) -> None:
     """A COPY and a SELECT from a volume in S3: the worker's executor reads the objects through
-    S3A with the connection's keys, which appear in no log; the driver keeps no local copies."""
+    S3A with the connection's keys, which appear in no log; the driver keeps no local copies. A
+    COPY INTO VOLUME's file is staged in the S3 warehouse, where the executor writes it."""
     s3, bucket = new_bucket(s3_endpoint)
     s3.upload_fileobj(io.BytesIO(b"1,a\n2,b\n"), bucket, "in/a.csv")
     s3.upload_fileobj(io.BytesIO(b"3,c\n"), bucket, "in/b.csv")
     time.sleep(1.1)  # older than the settle window, as a file a pipe would load
     before = _app_ids(cluster)
     secret = "wire-only-8f3a5c"
+    env = _env(
+        tmp_path,
+        LAKE_SPARK_MASTER=cluster.master_url,
+        LAKE_WAREHOUSE=f"s3a://{bucket}/warehouse/",
+        **aws_env(s3_endpoint),
+    )
     output = _lake_sql(
-        _env(tmp_path, LAKE_SPARK_MASTER=cluster.master_url),
+        env,
         f"CREATE STORAGE CONNECTION c TYPE S3 ENDPOINT = '{s3_endpoint}' "
         f"ACCESS_ID = 'testing' ACCESS_KEY = '{secret}' REGION = 'us-east-1'; "
         f"CREATE EXTERNAL VOLUME v LOCATION 's3://{bucket}/in/' USING CONNECTION c; "
         "CREATE TABLE t (id BIGINT, name STRING); COPY INTO t FROM VOLUME v USING CSV; "
-        "SELECT count(*) AS n FROM VOLUME v USING CSV",
+        "SELECT count(*) AS n FROM VOLUME v USING CSV; "
+        "COPY INTO VOLUME v SUBDIRECTORY 'out/' FROM TABLE t FILE_FORMAT = (TYPE = CSV)",
     )
     assert "COPY: 2 files loaded (3 rows), 0 failed, 0 purged" in output
-    assert output.endswith("n\n-\n3\n(1 row)\n"), output
+    assert "n\n-\n3\n(1 row)\nexported to volume v: out/part00001.csv\n" in output, output
+    keys = [item["Key"] for item in s3.list_objects_v2(Bucket=bucket)["Contents"]]
+    assert "in/out/part00001.csv" in keys
+    assert not [key for key in keys if "_staging" in key]
     app = _app(cluster, "lake", "completed", before)
     assert _finished_tasks(cluster, app["id"]) > 0
     assert not (tmp_path / "cache").exists()
+    assert not list((tmp_path / "tmp").iterdir())
     logs = [*tmp_path.rglob("*.log"), *(cluster.work_dir / app["id"]).rglob("std*")]
     assert logs
     assert not [log for log in logs if secret in log.read_text(errors="replace")]
