@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties, write_deltalake
-from deltalake.exceptions import DeltaProtocolError
+from deltalake.exceptions import CommitFailedError, DeltaProtocolError
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -74,8 +74,8 @@ T = TypeVar("T")
 _TRANSIENT = ("DELTA_CONCURRENT", "IOException", "SocketTimeout", "Connection reset", "SlowDown")
 _NOT_TRANSIENT = ("FileNotFoundException", "FILE_NOT_FOUND")
 _BACKOFF_SECONDS, _BACKOFF_CAP = 0.5, 10.0
-# The most records an export to a local table brings into this process (some 100 MB of Arrow)
-# to write them with delta-rs; more are written by Spark.
+# The most records an export brings into this process (some 100 MB of Arrow) to write them
+# itself, with delta-rs to a local table or pyarrow to a Parquet file; more are written by Spark.
 _IN_PROCESS = 1_000_000
 
 
@@ -390,7 +390,8 @@ def _replaced_in_process(
 ) -> dict[str, int] | None:
     """The records, brought to this process as Arrow and written by delta-rs: a few hundred
     milliseconds less than Spark's REPLACE WHERE, which plans a DELETE of its own first. None,
-    having written nothing, when a table feature keeps delta-rs from writing the table."""
+    having written nothing, when a table feature keeps delta-rs from writing the table or another
+    writer committed first: Spark then writes them, with its own conflict checks and retries."""
     records = frame.toArrow()
     try:
         write_deltalake(
@@ -400,7 +401,7 @@ def _replaced_in_process(
             predicate=in_range,
             commit_properties=CommitProperties(custom_metadata=writer_options(record)),
         )
-    except DeltaProtocolError:
+    except (DeltaProtocolError, CommitFailedError):
         return None
     return _op_counts(records)
 
