@@ -184,13 +184,14 @@ def missing_files(location: str, paths: Iterable[str]) -> list[str]:
     return []
 
 
-def remove_table(location: str) -> None:
-    """Delete a dropped table's files, on the local filesystem or in S3."""
+def remove_location(location: str) -> None:
+    """Delete everything under a location (a dropped table, a staging folder), on the local
+    filesystem or in S3."""
     log = _log(location)
     if isinstance(log, _LocalLog):
         shutil.rmtree(log.folder.parent, ignore_errors=True)
-    elif isinstance(log, _ObjectLog) and (table := log.prefix.removesuffix("_delta_log/")):
-        log.remove(table)
+    elif isinstance(log, _ObjectLog) and (folder := log.prefix.removesuffix("_delta_log/")):
+        log.remove(folder)
 
 
 def fetch_folder(location: str, into: Path) -> None:

@@ -15,7 +15,7 @@ from lake_assets.core.delta import (
     delta_ref,
     history,
     quote_name,
-    remove_table,
+    remove_location,
     row_changes,
     sql_string,
 )
@@ -126,7 +126,7 @@ def drop_table(session: LakeSession, stmt: DropTable) -> Result:
 
 def remove_files(location: str) -> None:
     """Delete a table's files, on the local filesystem or in S3."""
-    remove_table(location)
+    remove_location(location)
 
 
 def alter_properties(session: LakeSession, stmt: AlterTableProperties) -> Result:

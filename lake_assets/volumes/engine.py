@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame
 
-from lake_assets.core.delta import remove_table
+from lake_assets.core.delta import remove_location
 from lake_assets.core.entries import now_utc
 from lake_assets.core.lifecycle import name_taken
 from lake_assets.core.results import Result
@@ -128,4 +128,4 @@ def describe_volume(session: LakeSession, stmt: DescribeObject) -> Result:
 
 def remove_directory_table(volume: VolumeEntry) -> None:
     if volume.directory_location:
-        remove_table(volume.directory_location)
+        remove_location(volume.directory_location)

@@ -18,7 +18,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType, Tim
 from lake_assets.connections.entry import ConnectionEntry
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.commits import Marker, committing, new_record, newest, writer_options
-from lake_assets.core.delta import delta_ref, fetch_folder, remove_table
+from lake_assets.core.delta import delta_ref, fetch_folder, remove_location
 from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
 from lake_assets.core.names import hidden
@@ -236,7 +236,7 @@ def staged(
     finally:
         shutil.rmtree(local, ignore_errors=True)
         if shared is not None:
-            remove_table(shared)
+            remove_location(shared)
 
 
 @contextmanager
