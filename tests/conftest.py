@@ -6,6 +6,7 @@ test session (started only by the tests that ask for `s3_endpoint`, `postgres_ur
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 from pyspark.sql import SparkSession
+from sqlalchemy.engine import make_url
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.settings import LakeSettings
@@ -20,8 +22,10 @@ from lake_assets.session import LakeSession
 from resources.spark import DeltaSparkResource
 from resources.spark_cluster import Cluster, local_cluster
 from tests.kafka_server import kafka_broker_fixture
-from tests.postgres_server import postgres_url_fixture
+from tests.postgres_server import new_database, postgres_url_fixture
 from tests.s3_server import aws_env, s3_endpoint_fixture
+
+DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 
 s3_endpoint = s3_endpoint_fixture(scope="session")
 postgres_url = postgres_url_fixture(scope="session")
@@ -68,3 +72,29 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) ->
     for process in running.processes:
         with pytest.raises(ProcessLookupError):
             os.killpg(process.pid, 0)
+
+
+@pytest.fixture
+def deploy_env(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, str]:
+    """DAGSTER_HOME holding a copy of deploy/dagster.yaml, the DAGSTER_PG_* variables naming a
+    fresh database, and a lakehouse whose catalog is another fresh database."""
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copy(DEPLOY / "dagster.yaml", home / "dagster.yaml")
+    storage = make_url(new_database(postgres_url))
+    env = {
+        "DAGSTER_HOME": str(home),
+        "DAGSTER_PG_HOST": str(storage.host),
+        "DAGSTER_PG_PORT": str(storage.port),
+        "DAGSTER_PG_USERNAME": str(storage.username),
+        "DAGSTER_PG_PASSWORD": "",  # the test server trusts local connections
+        "DAGSTER_PG_DB": str(storage.database),
+        "LAKE_HOME": str(tmp_path / "lake"),
+        "LAKE_CATALOG_URL": new_database(postgres_url),
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    env["STORAGE_URL"] = storage.render_as_string(hide_password=False)
+    return env

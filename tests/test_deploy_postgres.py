@@ -4,7 +4,6 @@ served over gRPC as deploy/workspace.yaml expects it, with the lakehouse catalog
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -15,7 +14,6 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from dagster import AssetKey, DagsterInstance, MaterializeResult, asset, materialize
-from sqlalchemy.engine import make_url
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import Column
@@ -24,7 +22,6 @@ from lake_assets.definitions import build_definitions
 from lake_assets.tables.entry import TableEntry
 from resources.catalog import CatalogResource
 from resources.spark_server import free_port
-from tests.postgres_server import new_database
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 DAGSTER = Path(sys.executable).with_name("dagster")
@@ -36,32 +33,6 @@ def catalog_tables(catalog: CatalogResource) -> MaterializeResult:
     return MaterializeResult(
         metadata={"tables": [entry.name for entry in catalog.catalog.entries(TableEntry)]}
     )
-
-
-@pytest.fixture
-def deploy_env(
-    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> dict[str, str]:
-    """DAGSTER_HOME holding a copy of deploy/dagster.yaml, the DAGSTER_PG_* variables naming a
-    fresh database, and a lakehouse whose catalog is another fresh database."""
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    shutil.copy(DEPLOY / "dagster.yaml", home / "dagster.yaml")
-    storage = make_url(new_database(postgres_url))
-    env = {
-        "DAGSTER_HOME": str(home),
-        "DAGSTER_PG_HOST": str(storage.host),
-        "DAGSTER_PG_PORT": str(storage.port),
-        "DAGSTER_PG_USERNAME": str(storage.username),
-        "DAGSTER_PG_PASSWORD": "",  # the test server trusts local connections
-        "DAGSTER_PG_DB": str(storage.database),
-        "LAKE_HOME": str(tmp_path / "lake"),
-        "LAKE_CATALOG_URL": new_database(postgres_url),
-    }
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    env["STORAGE_URL"] = storage.render_as_string(hide_password=False)
-    return env
 
 
 def test_a_materialization_is_stored_in_postgres_and_read_back(deploy_env: dict[str, str]):

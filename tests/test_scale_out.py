@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -16,16 +15,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
-from sqlalchemy.engine import make_url
+from dagster import DagsterInstance, DagsterRunStatus
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.states import RefreshMode, RefreshState, RefreshTrigger, TaskRunState
 from lake_assets.daemon import spawn_daemon
 from resources.spark_cluster import Cluster
 from resources.spark_server import LOOPBACK
-from tests.postgres_server import new_database
 from tests.s3_server import ACCESS_ID, ACCESS_KEY, REGION, aws_env, new_bucket, s3_client
+from tests.test_daemon import UNFINISHED
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 # Generous: every run starts a driver of its own, and they share two cores with the suite.
@@ -68,28 +66,17 @@ rows
 
 @pytest.fixture
 def deployment(
+    deploy_env: dict[str, str],
     spark_cluster: Cluster,
-    postgres_url: str,
     s3_endpoint: str,
-    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> dict[str, str]:
-    """The environment every process of the deployment shares, also set in this one (which
-    reads Dagster's instance and the catalog)."""
+    """The environment every process of the deployment shares (deploy_env's Dagster and catalog
+    in Postgres, and the cluster, the warehouse and S3), also set in this one (which reads
+    Dagster's instance and the catalog)."""
     _, bucket = new_bucket(s3_endpoint)
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    shutil.copy(DEPLOY / "dagster.yaml", home / "dagster.yaml")
-    storage = make_url(new_database(postgres_url))
     env = {
-        "DAGSTER_HOME": str(home),
-        "DAGSTER_PG_HOST": str(storage.host),
-        "DAGSTER_PG_PORT": str(storage.port),
-        "DAGSTER_PG_USERNAME": str(storage.username),
-        "DAGSTER_PG_PASSWORD": "",  # the test server trusts local connections
-        "DAGSTER_PG_DB": str(storage.database),
-        "LAKE_HOME": str(tmp_path / "lake"),
-        "LAKE_CATALOG_URL": new_database(postgres_url),
+        **deploy_env,
         "LAKE_SPARK_MASTER": spark_cluster.master_url,
         "LAKE_WAREHOUSE": f"s3a://{bucket}/warehouse/",
         **aws_env(s3_endpoint),
@@ -178,13 +165,3 @@ def upstream_refreshed(catalog: Catalog) -> bool:
         == (RefreshTrigger.UPSTREAM, RefreshMode.INCREMENTAL, RefreshState.SUCCEED)
         for r in catalog.refresh_history("summary")
     )
-
-
-UNFINISHED = RunsFilter(
-    statuses=[
-        DagsterRunStatus.QUEUED,
-        DagsterRunStatus.NOT_STARTED,
-        DagsterRunStatus.STARTING,
-        DagsterRunStatus.STARTED,
-    ]
-)
