@@ -217,6 +217,16 @@ def copy_into_volume(
 
 
 @contextmanager
+def _fresh_folder(root: Path) -> Iterator[Path]:
+    """A new local folder for one file's staging, gone afterwards."""
+    folder = root / f"export-{uuid.uuid4().hex}"
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
 def staged(
     frame: DataFrame, file_format: str, options: dict[str, str], settings: LakeSettings
 ) -> Iterator[list[Path]]:
@@ -224,32 +234,29 @@ def staged(
     volume whole (never written there in pieces); the folder goes afterwards. A local master's
     task writes it under LAKE_HOME; a cluster's executor under the warehouse, which every node
     reaches, and the driver fetches the files from there."""
-    name = f"export-{uuid.uuid4().hex}"
-    local = settings.lake_home / "tmp" / name
-    shared = None if settings.local_spark else f"{settings.warehouse_location}/_staging/{name}"
-    try:
-        writer = frame.repartition(1).write.format(file_format.lower()).options(**options)
-        writer.save(shared or str(local))
-        if shared is not None:
-            fetch_folder(shared, local)
-        yield sorted(local.glob(f"part-*.{_EXTENSIONS[file_format]}*"))
-    finally:
-        shutil.rmtree(local, ignore_errors=True)
-        if shared is not None:
-            remove_location(shared)
+    with _fresh_folder(settings.lake_home / "tmp") as local:
+        shared = (
+            None if settings.local_spark else f"{settings.warehouse_location}/_staging/{local.name}"
+        )
+        try:
+            writer = frame.repartition(1).write.format(file_format.lower()).options(**options)
+            writer.save(shared or str(local))
+            if shared is not None:
+                fetch_folder(shared, local)
+            yield sorted(local.glob(f"part-*.{_EXTENSIONS[file_format]}*"))
+        finally:
+            if shared is not None:
+                remove_location(shared)
 
 
 @contextmanager
 def staged_parquet(rows: pa.Table, staging_root: Path) -> Iterator[list[Path]]:
     """Rows already in this process as one Parquet file, staged as `staged` stages Spark's."""
-    staging = staging_root / f"export-{uuid.uuid4().hex}"
-    staging.mkdir(parents=True)
-    try:
+    with _fresh_folder(staging_root) as staging:
+        staging.mkdir(parents=True)
         part = staging / "part-00000.parquet"
         pq.write_table(rows, part)
         yield [part]
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
 
 
 def file_name(name: str, file_format: str) -> str:
