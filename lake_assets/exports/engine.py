@@ -50,6 +50,7 @@ from lake_assets.exports.entry import ExportEntry
 from lake_assets.exports.grammar import CreateExport, ExportChangelog, TimeRange
 from lake_assets.exports.records import (
     DUPLICATE_KEY,
+    NULL_KEY,
     OP_TYPE,
     RECORD_NAMES,
     OpType,
@@ -462,12 +463,22 @@ def _transient(error: BaseException) -> bool:
 
 def _explained(export: ExportEntry, error: Exception) -> BaseException:
     """Failures an export can name better than Spark does (by their condition: a message may
-    quote the query, and so the duplicate key check's text); others as they are."""
+    quote the query, and so the key checks' texts); others as they are."""
     text = str(error)
+    key = ", ".join(export.key)
+    if f"[USER_RAISED_EXCEPTION] {NULL_KEY}" in text:
+        nulls = " OR ".join(f"{column} IS NULL" for column in export.key)
+        return LakeError(
+            f"changelog export {export.name}: a row of {export.source} changed in this range "
+            f"has a NULL primary key ({key})",
+            f"a key is declared, not enforced: give those rows a key (UPDATE {export.source} "
+            f"SET … WHERE {nulls}) and export the ranges after that change, or declare a key "
+            "that is never NULL",
+        )
     if f"[USER_RAISED_EXCEPTION] {DUPLICATE_KEY}" in text:
         return LakeError(
             f"changelog export {export.name}: two rows of one commit of {export.source} share "
-            f"the primary key ({', '.join(export.key)})",
+            f"the primary key ({key})",
             "a key is declared, not enforced: make the key's values unique in the table, or "
             "declare a key that is",
         )

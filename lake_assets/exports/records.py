@@ -25,8 +25,10 @@ COLUMN_NAME, VERSION, COLUMN_VALUE, OP_TYPE, SEQUENCE_INFO = (
     "op_type",
     "sequence_info",
 )
-# The message an export fails with when two rows of one commit share a key (see engine).
+# The messages an export fails with when two rows of one commit share a key, or a changed row's
+# key is NULL (see engine).
 DUPLICATE_KEY = "lake: two rows of one commit share the primary key"
+NULL_KEY = "lake: a changed row has a NULL primary key"
 RECORD_NAMES = (COLUMN_NAME, VERSION, COLUMN_VALUE, OP_TYPE, SEQUENCE_INFO)
 # Working columns: a change's side (0 old image, 1 new) and image, its commit and the commit's
 # time, the images paired, and a record's parts (column name, position, op, value).
@@ -68,13 +70,15 @@ def records_query(
     data), read from the change data feed between the first and the last of them."""
     first, last = commits[0][0], commits[-1][0]
     keys = ", ".join(quote_name(column.name) for column in key)
+    not_null = " AND ".join(f"{quote_name(column.name)} IS NOT NULL" for column in key)
     times = ", ".join(f"({version}, {millis})" for version, millis in commits)
     fields = [f"{sql_string(column.name)}, {quote_name(column.name)}" for column in values]
     image = "named_struct(" + ", ".join(fields or ["'__lake', 1"]) + ")"
     changes = (
         f"SELECT {keys}, {image} AS {_IMAGE}, c._commit_version AS {_COMMIT}, "
         f"IF(_change_type IN ('delete', 'update_preimage'), 0, 1) AS {_SIDE} "
-        f"FROM table_changes_by_path({sql_string(location)}, {int(first)}, {int(last)}) AS c"
+        f"FROM table_changes_by_path({sql_string(location)}, {int(first)}, {int(last)}) AS c "
+        f"WHERE assert_true({not_null}, {sql_string(NULL_KEY)}) IS NULL"
     )
     paired = (
         f"SELECT {keys}, {_COMMIT}, "

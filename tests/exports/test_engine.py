@@ -349,6 +349,31 @@ def test_two_rows_of_one_commit_sharing_the_key_fail_the_export_and_write_nothin
     assert (again, fresh) == (duplicate_key("e"), duplicate_key("f"))
 
 
+def test_a_changed_row_with_a_null_key_fails_the_export_and_writes_nothing(
+    lake: LakeSession, tmp_path: Path, writer: str
+) -> None:
+    directory = local_volume(lake, tmp_path / "volume")
+    lake.sql(f"{KEYED}; INSERT INTO t VALUES (1, 'a', 'b')")
+    start = commit_times(lake, "t")[latest(lake, "t")]
+    lake.sql(
+        "CREATE CHANGELOG EXPORT e FROM TABLE t TO TABLE r; "
+        "CREATE CHANGELOG EXPORT g FROM TABLE t TO VOLUME v"
+    )
+    end = start + DAY // timedelta(milliseconds=1)  # still open: commits may join it
+    assert run(lake, ranged("e", start, end))["records"] == 2
+    exported, statuses = records(lake, "r"), status(lake)
+
+    lake.sql("INSERT INTO t VALUES (NULL, 'x', NULL)")
+    for name in ("e", "g"):
+        assert refused(lake, ranged(name, start, end)) == (
+            f"changelog export {name}: a row of t changed in this range has a NULL primary key "
+            "(k) — a key is declared, not enforced: give those rows a key (UPDATE t SET … WHERE "
+            "k IS NULL) and export the ranges after that change, or declare a key that is never "
+            "NULL"
+        )
+    assert (records(lake, "r"), status(lake), files(directory)) == (exported, statuses, [])
+
+
 def test_re_runs_to_a_table_hold_each_record_once(lake: LakeSession, writer: str) -> None:
     lake.sql(f"{KEYED}; INSERT INTO t VALUES (1, 'a', NULL), (2, 'b', 'c')")
     inserted = latest(lake, "t")
