@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
@@ -153,6 +153,13 @@ def _version_at(position: Position, commits: list[Commit], source: str) -> int:
     if position.timestamp is None:
         return latest
     moment = _timestamp(position.timestamp)
+    if moment > datetime.now(UTC).replace(tzinfo=None):
+        # Every commit is before it now, and so would be those made until then: no version is.
+        raise LakeError(
+            f"{source} has no version at {position.timestamp}: that time is in the future",
+            "pick a time that has passed; for the newest version leave out AT, or use ALTER "
+            "STREAM … SET OFFSET LATEST",
+        )
     for commit in commits:
         if commit.timestamp <= moment:
             return commit.version
@@ -169,8 +176,8 @@ def _timestamp(text: str) -> datetime:
         raise LakeError(
             f"'{text}' is not a timestamp", "write it as 'YYYY-MM-DD HH:MM:SS[.fff]' (UTC)"
         ) from None
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(tz=None).replace(tzinfo=None)
+    if moment.tzinfo is not None:  # commit times are naive UTC
+        moment = moment.astimezone(UTC).replace(tzinfo=None)
     return moment
 
 

@@ -274,6 +274,24 @@ def test_at_a_time_before_the_first_commit_is_refused(lake: LakeSession) -> None
     ).startswith("t has no version at or before 2000-01-01 00:00:00 — pick a time from ")
 
 
+def test_a_time_in_the_future_is_refused_not_taken_as_the_latest_version(
+    lake: LakeSession,
+) -> None:
+    tracked(lake, "INSERT INTO t VALUES (1, 'a', 1)")
+    offset = desc(lake, "s")["offset_version"]
+    future = "2999-01-01 00:00:00"
+    refusal = (
+        f"t has no version at {future}: that time is in the future — pick a time that has "
+        "passed; for the newest version leave out AT, or use ALTER STREAM … SET OFFSET LATEST"
+    )
+    assert refused(lake, f"CREATE TABLE STREAM later ON TABLE t AT (TIMESTAMP => '{future}')") == (
+        refusal
+    )
+    assert refused(lake, f"ALTER STREAM s SET OFFSET (TIMESTAMP => '{future}')") == refusal
+    assert [row[0] for row in rows(lake, "SHOW STREAMS")] == ["s"]
+    assert desc(lake, "s")["offset_version"] == offset
+
+
 def test_an_append_only_stream_at_a_version_before_change_tracking_is_refused(
     lake: LakeSession,
 ) -> None:
