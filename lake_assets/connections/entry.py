@@ -14,6 +14,8 @@ class ConnectionEntry(CatalogObject):
 
     NAMESPACE: ClassVar[str] = "connection"
     LABEL: ClassVar[str] = "storage connection"
+    SHOW: ClassVar[str] = "SHOW STORAGE CONNECTIONS"
+    CREATE: ClassVar[str] = "CREATE STORAGE CONNECTION"
 
     type: str = "LOCAL"
     endpoint: str | None = None

@@ -27,6 +27,11 @@ def name_taken(
         return None
     if if_not_exists and isinstance(existing, kind):
         return Result.status(f"{kind.LABEL} {name} already exists; nothing to do")
+    if not isinstance(existing, kind):  # IF NOT EXISTS would not skip it either
+        raise LakeError(
+            f"{existing.LABEL} {name} already exists",
+            f"pick another name, or drop {existing.LABEL} {name} first",
+        )
     raise LakeError(
         f"{existing.LABEL} {name} already exists",
         f"use {kind.CREATE} IF NOT EXISTS, pick another name, or DROP it first",

@@ -17,6 +17,8 @@ class PipeEntry(CatalogObject):
 
     NAMESPACE: ClassVar[str] = "pipe"
     LABEL: ClassVar[str] = "pipe"
+    SHOW: ClassVar[str] = "SHOW PIPES"
+    CREATE: ClassVar[str] = "CREATE PIPE"
     REFERENCES: ClassVar[dict[str, str]] = {"volume": "volume"}
     RUNTIME: ClassVar[tuple[str, ...]] = ("invalid_reason",)
 
