@@ -68,10 +68,11 @@ def test_a_taken_name_is_refused_with_the_kind_s_if_not_exists(
     session: LakeSession, kind: str
 ) -> None:
     entry, create = TAKEN[kind]
+    words = create.split(" x ")[0]  # the statement's own words: CREATE STORAGE CONNECTION, …
     session.catalog.add(entry)
     assert refused(session, create) == (
-        f"{entry.LABEL} x already exists — use {entry.CREATE} IF NOT EXISTS, pick another "
-        "name, or DROP it first"
+        f"{entry.LABEL} x already exists — use {words} IF NOT EXISTS, pick another name, or "
+        "DROP it first"
     )
     if_not_exists = create.replace(" x ", " IF NOT EXISTS x ", 1)
     ((result,),) = [session.sql(if_not_exists)]
