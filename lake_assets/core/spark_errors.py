@@ -35,7 +35,8 @@ _FIXES = {
     "MISSING_AGGREGATION": "add the column to GROUP BY or wrap it in an aggregate",
 }
 _DEFAULT_FIX = "run again with --debug to see Spark's full error"
-# Fixes for Java failures without a condition, by a name in their innermost cause.
+# Fixes for failures whose condition has none (or that have no condition), by a mark anywhere in
+# their text: S3A's exception names the missing credentials, the SDK's innermost cause does not.
 _NO_CREDENTIALS = (
     "give every Spark process AWS credentials: export AWS_ACCESS_KEY_ID and "
     "AWS_SECRET_ACCESS_KEY where the driver and a cluster's workers start (executors inherit "
@@ -44,6 +45,7 @@ _NO_CREDENTIALS = (
 _CAUSE_FIXES = {
     "NoAuthWithAWSException": _NO_CREDENTIALS,
     "NoAwsCredentialsException": _NO_CREDENTIALS,
+    "SdkClientException: Unable to load credentials": _NO_CREDENTIALS,
 }
 _CAUSE = re.compile(r"^Caused by: ([\w.$]+): (.*)$", re.MULTILINE)
 
@@ -77,7 +79,7 @@ def translate_spark_error(error: BaseException, locations: Mapping[str, str]) ->
     for location, name in sorted(locations.items(), key=lambda item: -len(item[0])):
         text = re.sub(r"(`?delta`?\.)?`?(file:)?" + re.escape(location) + "`?", name, text)
     prefixes = [prefix for prefix in _FIXES if condition.startswith(prefix)]
-    causes = [fix for cause, fix in _CAUSE_FIXES.items() if cause in message]
+    causes = [fix for cause, fix in _CAUSE_FIXES.items() if cause in str(error)]
     fix = _FIXES[max(prefixes, key=len)] if prefixes else next(iter(causes), _DEFAULT_FIX)
     label = f"[{condition}] " if condition else ""
     return LakeError(f"{label}{text}", fix)
