@@ -1,5 +1,6 @@
 """A Kafka topic seen through confluent-kafka's admin client: its id, its partitions and their
-offsets, and a consumer group's committed offsets. No Spark: sensors plan batches with it.
+offsets, and a consumer group's committed offsets (read by a consumer of that group, see
+`KafkaAdmin.committed`). No Spark: sensors plan batches with it.
 
 Client settings come as READ_KAFKA's map gives them, in the Java client's names (what Spark's
 Kafka source takes); `librdkafka_settings` turns SASL's JAAS line into librdkafka's names."""
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import (
+    Consumer,
     ConsumerGroupTopicPartitions,
     IsolationLevel,
     KafkaError,
@@ -143,6 +145,7 @@ class KafkaAdmin:
         self.bootstrap = bootstrap
         settings = librdkafka_settings(bootstrap, options)
         settings["socket.timeout.ms"] = int(REQUEST_TIMEOUT_SECONDS * 1000)
+        self._settings = settings
         try:
             self._admin = AdminClient(settings)
         except KafkaException as error:
@@ -193,19 +196,26 @@ class KafkaAdmin:
         return _result(ask, self.bootstrap)
 
     def committed(self, group: str, topic: Topic) -> dict[int, int]:
-        """The group's committed offset per partition (-1 or absent: none)."""
-        request = ConsumerGroupTopicPartitions(
-            group, [TopicPartition(topic.name, p) for p in topic.partitions]
-        )
-        answer = _result(
-            lambda: _answer(
-                self._admin.list_consumer_group_offsets(
-                    [request], request_timeout=REQUEST_TIMEOUT_SECONDS
-                )[group]
-            ),
-            self.bootstrap,
-        )
-        return {tp.partition: tp.offset for tp in answer.topic_partitions if tp.offset >= 0}
+        """The group's committed offset per partition (absent: none), asked by a consumer of the
+        group that never joins it. Not the admin client's request: when the broker answers it
+        'not coordinator' (a fresh broker's group coordinator still starting, or one moving),
+        librdkafka looks the coordinator up again through the client's own consumer group, which
+        an admin client does not have, and the whole process dies of SIGSEGV."""
+        wanted = [TopicPartition(topic.name, p) for p in topic.partitions]
+        consumer = Consumer({**self._settings, "group.id": group, "enable.auto.commit": False})
+
+        def ask() -> list[TopicPartition]:
+            answer = consumer.committed(wanted, timeout=REQUEST_TIMEOUT_SECONDS)
+            failed = next((tp.error for tp in answer if tp.error is not None), None)
+            if failed is not None:
+                raise KafkaException(failed)
+            return answer
+
+        try:
+            answer = _result(ask, self.bootstrap)
+        finally:
+            consumer.close()
+        return {tp.partition: tp.offset for tp in answer if tp.offset >= 0}
 
     def commit(self, group: str, topic: str, offsets: Mapping[int, int]) -> None:
         """Set the group's offsets, for lag tools: the pipe's own record is the truth."""
