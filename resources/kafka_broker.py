@@ -10,6 +10,7 @@ import signal
 import subprocess
 import time
 import uuid
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,10 @@ START_SECONDS = 120.0
 _JVM_OPTIONS = ["-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]
 _LOG4J_CONFIG = Path(__file__).with_name("kafka-log4j2.properties")
 _TAIL_LINES = 20
+# Ports are picked free and bound by the JVM a moment later, when another process may have taken
+# one: a broker that could not bind starts again on other ports, this many times in all.
+PORT_ATTEMPTS = 5
+_PORT_TAKEN = "Address already in use"
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,10 @@ class Broker:
     def stop(self) -> None:
         """SIGTERM: Kafka shuts down in a controlled way, so its data directory restarts cleanly."""
         stop(self.process)
+
+
+class PortTaken(LakeError):
+    """The broker could not bind a port picked free a moment before: another process took it."""
 
 
 def server_properties(data: Path, port: int, controller_port: int) -> str:
@@ -83,17 +92,33 @@ def _java(jars_dir: Path, main_class: str, *args: str) -> list[str]:
     ]
 
 
-def _cluster_id() -> str:
-    """A random cluster id in Kafka's own form: a UUID in URL-safe base64 without padding."""
+def new_cluster_id() -> str:
+    """A random cluster id in Kafka's own form: a UUID in URL-safe base64 without padding (one in
+    64 starts with '-', which format_storage passes as `--cluster-id=…`, never as a flag)."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
 
 
-def _format_storage(jars_dir: Path, data: Path, config: Path) -> None:
-    """Format a new data directory once; a formatted one keeps its cluster id and topics."""
-    if (data / "logs" / "meta.properties").exists():
-        return
+def cluster_id_of(data: Path) -> str | None:
+    """The cluster id a formatted data directory was given (None: not formatted yet)."""
+    meta = data / "logs" / "meta.properties"
+    if not meta.exists():
+        return None
+    fields = dict(
+        line.split("=", 1)
+        for line in meta.read_text().splitlines()
+        if "=" in line and line[0] != "#"
+    )
+    return fields.get("cluster.id")
+
+
+def format_storage(jars_dir: Path, data: Path, config: Path, cluster_id: str) -> str:
+    """Format a new data directory once, as cluster `cluster_id`; a formatted one keeps its
+    cluster id and topics. The directory's cluster id."""
+    formatted = cluster_id_of(data)
+    if formatted is not None:
+        return formatted
     command = _java(jars_dir, "kafka.tools.StorageTool", "format")
-    command += ["--config", str(config), "--cluster-id", _cluster_id()]
+    command += ["--config", str(config), f"--cluster-id={cluster_id}"]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise LakeError(
@@ -101,55 +126,50 @@ def _format_storage(jars_dir: Path, data: Path, config: Path) -> None:
             f"{_tail(result.stdout + result.stderr)}",
             "delete that directory or choose another one",
         )
+    return cluster_id
 
 
 def _tail(text: str) -> str:
     return " | ".join(line for line in text.splitlines()[-_TAIL_LINES:] if line.strip())
 
 
-def _answers(bootstrap: str) -> bool:
-    """The broker serves metadata naming itself, so clients can create topics and produce."""
+def _answers(bootstrap: str, cluster_id: str) -> bool:
+    """The broker serves metadata naming itself, so clients can create topics and produce; and
+    it is this broker (its cluster id), not another one that took the port meanwhile."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     try:
-        return bool(admin.list_topics(timeout=2).brokers)
+        metadata = admin.list_topics(timeout=2)
     except KafkaException:
         return False
+    return bool(metadata.brokers) and metadata.cluster_id == cluster_id
 
 
-def _wait_until_ready(broker: Broker, port: int, timeout: float) -> None:
+def _wait_until_ready(
+    broker: Broker, port: int, cluster_id: str, since: int, timeout: float
+) -> None:
+    """Until the broker answers as itself; its log from offset `since` says why it did not."""
     deadline = time.monotonic() + timeout
-    while not (listening(port) and _answers(broker.bootstrap)):
+    while not (listening(port) and _answers(broker.bootstrap, cluster_id)):
         status = broker.process.poll()
         if status is not None or time.monotonic() > deadline:
+            with broker.log.open("rb") as output:
+                output.seek(since)
+                said = output.read().decode(errors="replace")
             state = f"exited (status {status})" if status is not None else "did not answer"
-            raise LakeError(
-                f"the Kafka broker {state} on {broker.bootstrap}: "
-                f"{_tail(broker.log.read_text(errors='replace'))}",
+            failure = PortTaken if status is not None and _PORT_TAKEN in said else LakeError
+            raise failure(
+                f"the Kafka broker {state} on {broker.bootstrap}: {_tail(said)}",
                 f"see {broker.log}",
             )
         time.sleep(0.2)
 
 
-def spawn_broker(
-    jars_dir: Path,
-    data: Path,
-    log: Path,
-    port: int | None = None,
-    timeout: float = START_SECONDS,
-) -> Broker:
-    """Start a broker on `port` (a free one by default) keeping its topics in `data`; return
-    once it answers clients. Its console goes to `log`; it dies with this process."""
-    port = free_port() if port is None else port
-    if listening(port):
-        raise LakeError(
-            f"port {port} on {LOOPBACK} is already in use (another Kafka broker?)",
-            "stop what listens there or pick another port with --port",
-        )
-    data.mkdir(parents=True, exist_ok=True)
+def _start(jars_dir: Path, data: Path, log: Path, port: int, timeout: float) -> Broker:
+    """One try on `port` with a new controller port; PortTaken when a port was taken."""
     config = data / "server.properties"
     config.write_text(server_properties(data, port, free_port()))
-    _format_storage(jars_dir, data, config)
-    log.parent.mkdir(parents=True, exist_ok=True)
+    cluster_id = format_storage(jars_dir, data, config, new_cluster_id())
+    since = log.stat().st_size if log.exists() else 0
     with log.open("ab") as output:
         process = subprocess.Popen(
             _java(jars_dir, "kafka.Kafka", str(config)),
@@ -161,11 +181,35 @@ def spawn_broker(
         )
     broker = Broker(process, f"{LOOPBACK}:{port}", log)
     try:
-        _wait_until_ready(broker, port, timeout)
+        _wait_until_ready(broker, port, cluster_id, since, timeout)
     except BaseException:
         broker.stop()
         raise
     return broker
+
+
+def spawn_broker(
+    jars_dir: Path,
+    data: Path,
+    log: Path,
+    port: int | None = None,
+    timeout: float = START_SECONDS,
+) -> Broker:
+    """Start a broker on `port` (a free one by default) keeping its topics in `data`; return
+    once it answers clients. Its console goes to `log`; it dies with this process. A port taken
+    between its pick and the broker's bind is picked again (the controller's always, the
+    broker's unless given)."""
+    if port is not None and listening(port):
+        raise LakeError(
+            f"port {port} on {LOOPBACK} is already in use (another Kafka broker?)",
+            "stop what listens there or pick another port with --port",
+        )
+    data.mkdir(parents=True, exist_ok=True)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    for _ in range(PORT_ATTEMPTS - 1):
+        with suppress(PortTaken):
+            return _start(jars_dir, data, log, port or free_port(), timeout)
+    return _start(jars_dir, data, log, port or free_port(), timeout)
 
 
 def serve(settings: LakeSettings, port: int, data: Path | None = None) -> int:

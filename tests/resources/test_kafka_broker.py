@@ -12,12 +12,15 @@ from pathlib import Path
 import pyspark
 import pytest
 from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
+from resources import kafka_broker as kafka_broker_module
 from resources.jvm import SPARK_KAFKA, cached_jars
-from resources.kafka_broker import Broker, spawn_broker
+from resources.kafka_broker import Broker, cluster_id_of, new_cluster_id, spawn_broker
+from resources.spark_server import free_port
 from tests.kafka_server import Row, new_topic, produce
 
 
@@ -145,3 +148,25 @@ def test_spark_gets_the_kafka_source_without_duplicating_pysparks_own_jars() -> 
 
 def test_the_broker_logs_through_log4j2_to_its_console_log(kafka_broker: Broker) -> None:
     assert "Kafka Server started" in kafka_broker.log.read_text()
+
+
+def test_a_broker_starts_again_on_other_ports_and_takes_any_cluster_id(
+    kafka_broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its first pick is a port another broker holds, and its cluster id starts with '-' (one
+    in 64 random ids does): it must neither take that broker for itself nor read the id as a
+    flag of Kafka's storage tool."""
+    taken = int(kafka_broker.bootstrap.rsplit(":", 1)[1])
+    picks = iter([taken])
+    monkeypatch.setattr(kafka_broker_module, "free_port", lambda: next(picks, None) or free_port())
+    cluster_id = "-" + new_cluster_id()[1:]
+    monkeypatch.setattr(kafka_broker_module, "new_cluster_id", lambda: cluster_id)
+    broker = spawn_broker(LakeSettings.from_env().jars_dir, tmp_path / "data", tmp_path / "log")
+    try:
+        assert broker.bootstrap != kafka_broker.bootstrap
+        assert "Address already in use" in broker.log.read_text()  # the first try could not bind
+        metadata = AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=30)
+        assert metadata.cluster_id == cluster_id
+        assert cluster_id_of(tmp_path / "data") == cluster_id
+    finally:
+        broker.stop()
