@@ -12,13 +12,14 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
-from resources.spark_server import free_port
+from tests.server_ports import failed_to_start, log_size, on_a_free_port
 
 SUPERUSER = "lake"
 DATABASE = "lake"
@@ -51,14 +52,61 @@ def _as_server_user(directory: Path) -> list[str]:
     return ["runuser", "-u", SERVER_USER, "--"]
 
 
-def _answers(port: int) -> bool:
+def _answers(sockets: Path, port: int) -> bool:
+    """Our server answers: asked through its own unix socket folder, never another session's
+    Postgres that took the TCP port (it exits when it cannot bind that port)."""
     try:
         with psycopg.connect(
-            host="127.0.0.1", port=port, user=SUPERUSER, dbname="postgres", connect_timeout=1
+            host=str(sockets), port=port, user=SUPERUSER, dbname="postgres", connect_timeout=1
         ):
             return True
     except psycopg.OperationalError:
         return False
+
+
+def _start(
+    run_as: list[str], binaries: Path, directory: Path, timeout: float, port: int
+) -> tuple[subprocess.Popen, int]:
+    """The server of the cluster in `directory` on `port`, once it answers."""
+    deadline = time.monotonic() + timeout
+    settings = {
+        "listen_addresses": "127.0.0.1",
+        "port": str(port),
+        "unix_socket_directories": str(directory),
+        "max_connections": "300",
+        # A test cluster, deleted afterwards: no need to survive a power cut.
+        "fsync": "off",
+        "synchronous_commit": "off",
+        "full_page_writes": "off",
+    }
+    options = [arg for key, value in settings.items() for arg in ("-c", f"{key}={value}")]
+    log_path = directory / "server.log"
+    since = log_size(log_path)
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(
+            [*run_as, str(binaries / "postgres"), "-D", str(directory / "data"), *options],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    while not _answers(directory, port):
+        if process.poll() is not None or time.monotonic() > deadline:
+            _stop(run_as, binaries, directory, process)
+            raise failed_to_start(log_path, since, f"Postgres on 127.0.0.1:{port}", port)
+        time.sleep(0.1)
+    return process, port
+
+
+def _stop(run_as: list[str], binaries: Path, directory: Path, process: subprocess.Popen) -> None:
+    """Fast shutdown: ends open sessions (pooled connections of the tests) and stops."""
+    subprocess.run(
+        [*run_as, str(binaries / "pg_ctl"), "stop", "-D", str(directory / "data"), "-m", "fast"],
+        capture_output=True,
+    )
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def url_of(port: int, database: str) -> str:
@@ -74,8 +122,6 @@ def postgres_server(timeout: float = 60.0) -> Iterator[str]:
     # Short (unix socket paths are) and reachable by the server's user, unlike pytest's 0700 tree.
     directory = Path(tempfile.mkdtemp(prefix="lake-pg-"))
     data = directory / "data"
-    log_path = directory / "server.log"
-    port = free_port()
     try:
         run_as = _as_server_user(directory)
         initdb = subprocess.run(
@@ -85,48 +131,16 @@ def postgres_server(timeout: float = 60.0) -> Iterator[str]:
         )
         if initdb.returncode != 0:
             raise RuntimeError(f"initdb failed:\n{initdb.stdout}{initdb.stderr}")
-        settings = {
-            "listen_addresses": "127.0.0.1",
-            "port": str(port),
-            "unix_socket_directories": str(directory),
-            "max_connections": "300",
-            # A test cluster, deleted afterwards: no need to survive a power cut.
-            "fsync": "off",
-            "synchronous_commit": "off",
-            "full_page_writes": "off",
-        }
-        options = [arg for key, value in settings.items() for arg in ("-c", f"{key}={value}")]
-        with log_path.open("wb") as log:
-            process = subprocess.Popen(
-                [*run_as, str(binaries / "postgres"), "-D", str(data), *options],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
+        process, port = on_a_free_port(partial(_start, run_as, binaries, directory, timeout))
         try:
-            deadline = time.monotonic() + timeout
-            while not _answers(port):
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"Postgres on 127.0.0.1:{port} did not start:\n{log_path.read_text()}"
-                    )
-                time.sleep(0.1)
             # The server's default database is `postgres`; the tests' is created here.
             with psycopg.connect(
-                host="127.0.0.1", port=port, user=SUPERUSER, dbname="postgres", autocommit=True
+                host=str(directory), port=port, user=SUPERUSER, dbname="postgres", autocommit=True
             ) as conn:
                 conn.execute(f'CREATE DATABASE "{DATABASE}"')
             yield url_of(port, DATABASE)
         finally:
-            # Fast shutdown: ends open sessions (pooled connections of the tests) and stops.
-            subprocess.run(
-                [*run_as, str(binaries / "pg_ctl"), "stop", "-D", str(data), "-m", "fast"],
-                capture_output=True,
-            )
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            _stop(run_as, binaries, directory, process)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 

@@ -10,13 +10,14 @@ import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 
-from resources.spark_server import free_port
+from tests.server_ports import failed_to_start, listens, log_size, on_a_free_port
 
 ACCESS_ID = "testing"
 ACCESS_KEY = "testing"
@@ -31,34 +32,42 @@ def _answers(endpoint: str) -> bool:
         return False
 
 
-@contextmanager
-def moto_server(log_dir: Path, timeout: float = 20.0) -> Iterator[str]:
-    """Start `python -m moto.server` on a free local port; yield its URL; stop it afterwards."""
-    port = free_port()
+def _start(log_path: Path, timeout: float, port: int) -> tuple[subprocess.Popen, str]:
+    deadline = time.monotonic() + timeout
     endpoint = f"http://127.0.0.1:{port}"
-    log_path = log_dir / "moto-server.log"
-    with log_path.open("wb") as log:
+    since = log_size(log_path)
+    with log_path.open("ab") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-        try:
-            deadline = time.monotonic() + timeout
-            while not _answers(endpoint):
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"moto server on {endpoint} did not start:\n{log_path.read_text()}"
-                    )
-                time.sleep(0.05)
-            yield endpoint
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    # Another session's moto may answer on the port: ours is up once it is the one listening.
+    while not (_answers(endpoint) and listens(process, port)):
+        if process.poll() is not None or time.monotonic() > deadline:
+            _stop(process)
+            raise failed_to_start(log_path, since, f"moto server on {endpoint}", port)
+        time.sleep(0.05)
+    return process, endpoint
+
+
+def _stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+@contextmanager
+def moto_server(log_dir: Path, timeout: float = 60.0) -> Iterator[str]:
+    """Start `python -m moto.server` on a free local port; yield its URL; stop it afterwards."""
+    process, endpoint = on_a_free_port(partial(_start, log_dir / "moto-server.log", timeout))
+    try:
+        yield endpoint
+    finally:
+        _stop(process)
 
 
 def s3_endpoint_fixture(scope: str = "session") -> Callable[..., Iterator[str]]:
