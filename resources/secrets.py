@@ -8,6 +8,7 @@ from pathlib import Path
 from cryptography.fernet import Fernet, InvalidToken
 
 from lake_assets.core.errors import LakeError
+from lake_assets.core.settings import ENV_REFERENCE_PREFIX, env_reference_allowed, env_references
 
 REDACTED = "****"
 ENV = "env:"
@@ -51,9 +52,26 @@ def _create_key_file(path: Path) -> None:
         staging.unlink()
 
 
+def referenced_variable(reference: str) -> str:
+    """The variable an `env:` reference names, once the operator's settings allow it: SQL must
+    not send the process's own environment (its AWS keys, LAKE_SECRET_KEY) where it likes."""
+    variable = reference[len(ENV) :]
+    if not env_reference_allowed(variable, env_references(os.environ)):
+        raise LakeError(
+            f"'{reference}' names an environment variable the operator did not allow",
+            f"export the secret as {ENV_REFERENCE_PREFIX}<NAME> and write "
+            f"'env:{ENV_REFERENCE_PREFIX}<NAME>', or ask the operator to add it to "
+            "LAKE_ENV_REFERENCES",
+        )
+    return variable
+
+
 def seal(value: str | None, lake_home: Path) -> str | None:
     """What the catalog stores for a secret the user gave: its env reference, or ciphertext."""
-    if value is None or value.startswith(ENV):
+    if value is None:
+        return None
+    if value.startswith(ENV):
+        referenced_variable(value)
         return value
     return _ENCRYPTED + Fernet(_key(lake_home)).encrypt(value.encode()).decode()
 
@@ -63,7 +81,7 @@ def unseal(reference: str | None, lake_home: Path) -> str | None:
     if reference is None:
         return None
     if reference.startswith(ENV):
-        variable = reference[len(ENV) :]
+        variable = referenced_variable(reference)
         value = os.environ.get(variable)
         if value is None:
             raise LakeError(

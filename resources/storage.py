@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
 import posixpath
+import re
 import shutil
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,6 +21,9 @@ from lake_assets.core.errors import LakeError
 
 # Names that writers use for files still being written; they are never read.
 _IN_PROGRESS_SUFFIXES = (".tmp", ".partial", ".crdownload", "._COPYING_", ".inprogress")
+# Bucket names of S3, OSS and COS: letters, digits, '.', '-' and '_', no folder of their own.
+_BUCKET = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_PLAIN = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,14 @@ def inside(relative: str, what: str = "path") -> str:
     return "" if cleaned == "." else cleaned
 
 
+def _folder_name(text: str) -> str:
+    """`text` as one folder name of the local cache: itself when plainly one, else its digest
+    (an ETag comes from the server, which may say anything)."""
+    if _PLAIN.fullmatch(text):
+        return text
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def is_visible(relative: str) -> bool:
     """Hidden, bookkeeping and half-written files are not data."""
     name = posixpath.basename(relative)
@@ -56,26 +71,42 @@ class VolumeStore(Protocol):
 
 
 class LocalStore:
-    """A volume on this machine's filesystem (`file:///abs/path/`)."""
+    """A volume on this machine's filesystem (`file:///abs/path/`). Links are no part of it:
+    listings skip them and a path through one is refused, so that every read, listing, stat,
+    put and delete stays under the location as resolved when the store was opened."""
 
     def __init__(self, root: Path) -> None:
-        self.root = root
+        self.root = root.resolve()
+
+    def contained(self, relative: str, what: str = "path") -> Path:
+        """The file or folder `relative` names, refused when it leaves the volume textually
+        ('..') or through a link: once resolved it must be itself."""
+        path = self.root / inside(relative, what)
+        if path.resolve() != path:
+            raise LakeError(
+                f"{what} '{relative}' goes through a link in the volume",
+                "use a path inside the volume that is no link: links are not followed",
+            )
+        return path
 
     def list(self, prefix: str = "", recursive: bool = True) -> list[FileInfo]:
-        base = self.root / inside(prefix, "SUBDIRECTORY")
-        if not base.is_dir():
-            return []
-        pattern = "**/*" if recursive else "*"
+        base = self.contained(prefix, "SUBDIRECTORY")
         files = []
-        for path in base.glob(pattern):
-            relative = path.relative_to(self.root).as_posix()
-            if not path.is_file() or not all(map(is_visible, relative.split("/"))):
-                continue
-            files.append(self._info(path, relative))
+        for folder, folders, names in os.walk(base):
+            location = Path(folder)
+            # os.walk descends into no link; hidden folders hold no data
+            folders[:] = [folder for folder in folders if recursive and is_visible(folder)]
+            for name in names:
+                path = location / name
+                relative = path.relative_to(self.root).as_posix()
+                if not all(map(is_visible, relative.split("/"))) or path.is_symlink():
+                    continue
+                if path.is_file():
+                    files.append(self._info(path, relative))
         return sorted(files, key=lambda info: info.relative_path)
 
     def stat(self, relative: str) -> FileInfo | None:
-        path = self.local_path(relative)
+        path = self.contained(relative)
         return self._info(path, inside(relative)) if path.is_file() else None
 
     @staticmethod
@@ -90,7 +121,7 @@ class LocalStore:
         )
 
     def local_path(self, relative: str) -> Path:
-        return self.root / inside(relative)
+        return self.contained(relative)
 
     def spark_path(self, relative: str) -> str:
         """Where Spark reads the file: in place."""
@@ -100,14 +131,17 @@ class LocalStore:
         return {}
 
     def put(self, source: Path, relative: str) -> None:
-        target = self.local_path(relative)
+        """Copy to a staging file of an unguessable name beside the target (no link can wait
+        there) and rename it into place: readers never see a half-written file."""
+        target = self.contained(relative)
         target.parent.mkdir(parents=True, exist_ok=True)
-        staging = target.with_name(f".{target.name}.partial")
+        target = self.contained(relative)  # a link swapped in while the folders were made
+        staging = target.with_name(f".{target.name}.{uuid.uuid4().hex}.partial")
         shutil.copyfile(source, staging)
-        staging.replace(target)  # readers never see a half-written file
+        staging.replace(target)
 
     def delete(self, relative: str) -> None:
-        self.local_path(relative).unlink(missing_ok=True)
+        self.contained(relative).unlink(missing_ok=True)
 
 
 class S3Store:
@@ -195,7 +229,7 @@ class S3Store:
                 f"cannot read s3://{self.bucket}/{key}: {error.response['Error'].get('Message')}",
                 "check that the file exists and the connection's credentials may read it",
             ) from None
-        target = self.cache / self.bucket / etag / key
+        target = self.cache / self.bucket / _folder_name(etag) / key
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
             staging = target.with_name(f".{target.name}.partial")
@@ -219,17 +253,28 @@ class S3Store:
 
 
 def split_location(location: str) -> tuple[str, str, str]:
-    """(scheme, bucket or '', path) of a volume LOCATION; bucket roots are refused."""
+    """(scheme, bucket or '', path) of a volume LOCATION; bucket roots are refused, and so is a
+    file:// location with a host, a query or a '..' segment, which would not say where it is."""
     parsed = urlparse(location)
     scheme = parsed.scheme.lower()
     if scheme == "file":
         path = parsed.path
+        if parsed.netloc.lower() not in ("", "localhost") or parsed.query or parsed.fragment:
+            raise LakeError(
+                f"LOCATION '{location}' names a host, a query or a fragment",
+                "a LOCAL volume is on this machine: use file:///absolute/path/",
+            )
+        if ".." in path.split("/"):
+            raise LakeError(
+                f"LOCATION '{location}' contains '..'",
+                "write the directory's absolute path without '..'",
+            )
         if not path.startswith("/") or path.rstrip("/") == "":
             raise LakeError(
                 f"LOCATION '{location}' is not an absolute directory",
                 "use file:///absolute/path/ (not the filesystem root)",
             )
-        return scheme, "", path.rstrip("/") + "/"
+        return scheme, "", "/" + posixpath.normpath(path).strip("/") + "/"
     if scheme in ("s3", "s3a", "oss", "cos"):
         prefix = parsed.path.strip("/")
         if not parsed.netloc:
@@ -239,8 +284,29 @@ def split_location(location: str) -> tuple[str, str, str]:
                 f"LOCATION '{location}' is a bucket root",
                 "point the volume at a subdirectory, e.g. s3://bucket/data/",
             )
+        if not _BUCKET.fullmatch(parsed.netloc) or ".." in prefix.split("/"):
+            raise LakeError(
+                f"LOCATION '{location}' has a bucket name or a '..' no bucket has",
+                "use s3://bucket/prefix/ with the bucket's name and a prefix without '..'",
+            )
         return scheme, parsed.netloc, prefix + "/"
     raise LakeError(
         f"LOCATION '{location}' has an unsupported scheme",
         "use file:///path/, s3://bucket/prefix/, oss://… or cos://…",
+    )
+
+
+def local_root(location: str, roots: tuple[Path, ...]) -> Path:
+    """The directory of a LOCAL volume, resolved (links included), once it lies under one of
+    the roots the operator allowed (LAKE_LOCAL_ROOTS)."""
+    directory = Path(split_location(location)[2]).resolve()
+    if any(directory == root or root in directory.parents for root in roots):
+        return directory
+    allowed = os.pathsep.join(map(str, roots))
+    raise LakeError(
+        f"LOCATION '{location}' ({directory}) is outside the directories LOCAL volumes may use",
+        f"put the volume under {allowed}, or have the operator add its directory to "
+        "LAKE_LOCAL_ROOTS"
+        if roots
+        else "have the operator name the directories LOCAL volumes may use in LAKE_LOCAL_ROOTS",
     )

@@ -2,23 +2,47 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from lake_assets.connections.entry import ConnectionEntry
 from lake_assets.core.errors import LakeError
+from lake_assets.core.settings import endpoints, local_roots
 from lake_assets.volumes.entry import VolumeEntry
 from resources.queues import EventQueue
 from resources.s3a import bucket_settings
 from resources.secrets import unseal
-from resources.storage import LocalStore, S3Store, VolumeStore, split_location
+from resources.storage import LocalStore, S3Store, VolumeStore, local_root, split_location
+
+
+def endpoint_url(name: str, endpoint: str | None) -> str | None:
+    """The connection's ENDPOINT as a URL (https unless it says), once it names a host that
+    LAKE_ENDPOINTS allows when set: credentials go only where the operator said they may."""
+    if not endpoint:
+        return None
+    url = endpoint if "://" in endpoint else f"https://{endpoint}"
+    allowed = endpoints(os.environ)
+    if allowed is None:
+        return url
+    parsed = urlparse(url)
+    host = (parsed.hostname or "").lower()
+    try:
+        hosts = {host, f"{host}:{parsed.port}"} if parsed.port else {host}
+    except ValueError:  # a port that is no number
+        hosts = set()
+    if not hosts & set(allowed):
+        raise LakeError(
+            f"storage connection {name}: ENDPOINT '{endpoint}' is not one LAKE_ENDPOINTS allows",
+            f"use one of {', '.join(allowed)}, or have the operator add it to LAKE_ENDPOINTS",
+        )
+    return url
 
 
 def _client_settings(connection: ConnectionEntry, lake_home: Path) -> dict[str, Any]:
     """Endpoint, region and credentials shared by the S3 and SQS clients of one connection."""
-    endpoint = connection.endpoint
-    if endpoint and "://" not in endpoint:
-        endpoint = f"https://{endpoint}"
+    endpoint = endpoint_url(connection.name, connection.endpoint)
     return {
         "endpoint_url": endpoint,
         "region_name": connection.region or "us-east-1",
@@ -65,7 +89,7 @@ def open_store(
                 f"is {connection.type}",
                 "use a LOCAL connection for file:// locations",
             )
-        return LocalStore(Path(path))
+        return LocalStore(local_root(volume.location, local_roots(os.environ, lake_home)))
     if connection.type == "LOCAL":
         raise LakeError(
             f"volume {volume.name} is in object storage but connection {connection.name} is LOCAL",

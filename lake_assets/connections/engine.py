@@ -11,15 +11,19 @@ from lake_assets.core.lifecycle import name_taken
 from lake_assets.core.results import Result
 from lake_assets.sql.statements import DescribeObject
 from resources.secrets import seal, shown
+from resources.volumes import endpoint_url
 
 if TYPE_CHECKING:
     from lake_assets.session import LakeSession
 
 
 def create_connection(session: LakeSession, stmt: CreateConnection) -> Result:
+    """Refuses, before anything is stored, an endpoint or an `env:` variable the operator did
+    not allow; using the connection checks them again (resources.volumes, resources.secrets)."""
     catalog, lake_home = session.catalog, session.settings.lake_home
     if taken := name_taken(session, ConnectionEntry, stmt.name, stmt.if_not_exists):
         return taken
+    endpoint_url(stmt.name, stmt.endpoint)
     catalog.add(
         ConnectionEntry(
             name=stmt.name,

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from lake_assets.core.errors import LakeError
 
 DEFAULT_SPARK_MASTER = "local[2]"
 # A master that runs Spark inside the driver: `local`, `local[N]`, `local[*]`, `local[N, F]`.
@@ -13,6 +17,11 @@ LOCAL_MASTER = re.compile(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?")
 # Partition keys (source versions) each stream keeps in Dagster, which advises at most 100k
 # partitions per asset; beyond it the oldest consumed keys go first.
 DEFAULT_STREAM_PARTITIONS = 10_000
+# Environment variables an `env:` reference may always name; LAKE_ENV_REFERENCES adds others.
+ENV_REFERENCE_PREFIX = "LAKE_CONN_"
+# The key that decrypts every stored secret: no reference may name it, whatever the settings.
+SECRET_KEY_VARIABLE = "LAKE_SECRET_KEY"
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _default_lake_home() -> Path:
@@ -38,6 +47,67 @@ def _parse_spark_conf(text: str) -> dict[str, str]:
             raise ValueError(f"LAKE_SPARK_CONF entry {item!r} is not key=value")
         conf[key.strip()] = value.strip()
     return conf
+
+
+def env_references(env: Mapping[str, str]) -> tuple[str, ...]:
+    """The names (`NAME`) and prefixes (`PREFIX*`) of the variables an `env:` reference may
+    name: LAKE_CONN_* and LAKE_ENV_REFERENCES (comma-separated), read from the environment of
+    the process that uses the reference, so that SQL cannot widen them."""
+    allowed = [ENV_REFERENCE_PREFIX + "*"]
+    for item in env.get("LAKE_ENV_REFERENCES", "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        if not _VARIABLE.fullmatch(item.removesuffix("*")):
+            raise LakeError(
+                f"LAKE_ENV_REFERENCES entry '{item}' is not a variable name or a PREFIX*",
+                "list names such as MY_KEY or prefixes such as MY_* (a bare * would allow "
+                "every variable of the process)",
+            )
+        allowed.append(item)
+    return tuple(allowed)
+
+
+def env_reference_allowed(variable: str, allowed: tuple[str, ...]) -> bool:
+    """Whether `variable` is one the operator allowed; LAKE_SECRET_KEY never is."""
+    if variable == SECRET_KEY_VARIABLE or not _VARIABLE.fullmatch(variable):
+        return False
+    return any(
+        variable.startswith(item[:-1]) if item.endswith("*") else variable == item
+        for item in allowed
+    )
+
+
+def local_roots(env: Mapping[str, str], lake_home: Path) -> tuple[Path, ...]:
+    """Directories a LOCAL volume may lie under: LAKE_LOCAL_ROOTS (os.pathsep-separated), else,
+    with the embedded catalog (one user's laptop), LAKE_HOME, DAGSTER_HOME, the user's home and
+    the system temp directory; with a shared catalog (LAKE_CATALOG_URL) none until the operator
+    names them. Each is resolved, links included."""
+    configured = env.get("LAKE_LOCAL_ROOTS", "")
+    if configured.strip():
+        roots = [Path(item) for item in configured.split(os.pathsep) if item.strip()]
+        relative = [str(root) for root in roots if not root.is_absolute()]
+        if relative:
+            raise LakeError(
+                f"LAKE_LOCAL_ROOTS entry '{relative[0]}' is not an absolute path",
+                f"list absolute directories separated by '{os.pathsep}'",
+            )
+    elif env.get("LAKE_CATALOG_URL"):
+        roots = []
+    else:
+        roots = [lake_home, Path.home(), Path(tempfile.gettempdir())]
+        if env.get("DAGSTER_HOME"):
+            roots.append(Path(env["DAGSTER_HOME"]))
+    return tuple(root.resolve() for root in roots)
+
+
+def endpoints(env: Mapping[str, str]) -> tuple[str, ...] | None:
+    """LAKE_ENDPOINTS: the hosts (`host` or `host:port`, comma-separated) a connection's
+    ENDPOINT may name, or None (unset) for any."""
+    configured = env.get("LAKE_ENDPOINTS", "")
+    if not configured.strip():
+        return None
+    return tuple(item.strip().lower() for item in configured.split(",") if item.strip())
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from typing import Any
 from sqlglot.tokens import TokenType
 
 from lake_assets.core.errors import LakeError
+from lake_assets.core.names import checked_name
 from lake_assets.exports.entry import DEFAULT_MAX_RETRIES, DEFAULT_STATUS_TABLE
 from lake_assets.sql.grammar import Grammar, ObjectWords, StatementParser, finished
 from lake_assets.sql.statements import Statement
@@ -99,7 +100,9 @@ def _file_format(cursor: TokenCursor, options: Options) -> None:
 
 def _status_table(cursor: TokenCursor, options: Options) -> None:
     cursor.expect_symbol(TokenType.EQ, "=")
-    options["status_table"] = cursor.string("a quoted status table name").lower()
+    options["status_table"] = checked_name(
+        cursor.string("a quoted status table name"), "a status table name"
+    )
 
 
 def _sequence_info(cursor: TokenCursor, options: Options) -> None:

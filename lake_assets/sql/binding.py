@@ -2,15 +2,63 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from sqlglot import exp
+from sqlglot.tokens import TokenType
 
 from lake_assets.core.errors import LakeError
-from lake_assets.core.names import hidden
+from lake_assets.core.names import HIDDEN_PREFIX, hidden
+from lake_assets.sql.tokens import tokenize
 
 # Placeholders for volume files, directory tables and load history (see sql.sources).
 SOURCE_PREFIX = hidden("source_")
+# Spark's data sources that `format.`path`` reads directly, bypassing volumes.
+FILE_FORMATS = frozenset(
+    {"csv", "json", "parquet", "orc", "text", "avro", "delta", "binaryfile", "xml", "hive"}
+)
+# Functions that reach files, the JVM or names binding never sees: read_files, Java reflection
+# (System.getenv, …), and IDENTIFIER(…), which names a relation or function from a string.
+_OUTSIDE_FUNCTIONS = frozenset(
+    {"read_files", "reflect", "java_method", "try_reflect", "identifier"}
+)
+_THROUGH_VOLUMES = "read files through a volume: SELECT … FROM VOLUME v"
+
+
+def check_user_sql(expression: exp.Expression, placeholders: Collection[str]) -> None:
+    """Refuse what in a user's Spark SQL would go around the catalog and volumes: a relation
+    addressed by path (csv.`/etc/passwd`), a directory written directly, a script or JVM call,
+    and a hidden name that is not one of the statement's own placeholders."""
+    for node in expression.walk():
+        match node:
+            case exp.Table() if node.db or node.catalog:
+                if node.db.lower() in FILE_FORMATS or "/" in node.name or ":" in node.name:
+                    raise LakeError(
+                        f"'{node.db}.`{node.name}`' reads files directly", _THROUGH_VOLUMES
+                    )
+            case exp.Table() if node.name.lower().startswith(HIDDEN_PREFIX):
+                if node.name not in placeholders:
+                    raise LakeError(
+                        f"'{node.name}' is a name the lakehouse keeps for itself",
+                        "name a table, dynamic table or stream of the catalog",
+                    )
+            case exp.Directory():
+                raise LakeError(
+                    "INSERT OVERWRITE DIRECTORY writes files directly",
+                    "write files through a volume: COPY INTO VOLUME v …",
+                )
+            case exp.QueryTransform():
+                raise LakeError(
+                    "SELECT TRANSFORM … USING runs a script, which user SQL may not",
+                    "compute the column with SQL functions",
+                )
+            case exp.Anonymous() if node.name.lower() in _OUTSIDE_FUNCTIONS:
+                raise LakeError(
+                    f"{node.name}(…) reaches outside the catalog, which user SQL may not",
+                    _THROUGH_VOLUMES
+                    if node.name.lower() == "read_files"
+                    else "name the table or function itself, and use SQL functions only",
+                )
 
 
 def _cte_names(expression: exp.Expression) -> set[str]:
@@ -79,10 +127,23 @@ def bind_tables(
         table.set("alias", None)
         inner = exp.select(*[exp.column(c, quoted=True) for c in columns]).from_(table.copy())
         table.replace(exp.Subquery(this=inner, alias=alias))
-    text = bound.sql(dialect="spark")
-    for name, query in (queries or {}).items():
-        text = text.replace(_query_placeholder(name), f"({query})")
-    return text
+    return _substituted(
+        bound.sql(dialect="spark"),
+        {_query_placeholder(name): f"({query})" for name, query in (queries or {}).items()},
+    )
+
+
+def _substituted(text: str, replacements: Mapping[str, str]) -> str:
+    """`text` with each name token in `replacements` replaced; string literals and comments
+    are other tokens (or none), so they stay verbatim."""
+    pieces: list[str] = []
+    copied = 0
+    for token in tokenize(text):
+        if token.token_type in (TokenType.VAR, TokenType.IDENTIFIER) and token.text in replacements:
+            pieces.append(text[copied : token.start] + replacements[token.text])
+            copied = token.end + 1
+    pieces.append(text[copied:])
+    return "".join(pieces)
 
 
 def _query_placeholder(name: str) -> str:

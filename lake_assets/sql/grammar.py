@@ -13,6 +13,7 @@ from sqlglot.errors import ParseError
 from sqlglot.tokens import Token, TokenType
 
 from lake_assets.core.errors import LakeError
+from lake_assets.sql.binding import check_user_sql
 from lake_assets.sql.relations import extract_sources
 from lake_assets.sql.statements import (
     DescribeObject,
@@ -114,6 +115,7 @@ class Grammar:
             expression = sqlglot.parse_one(text, read="spark")
         except ParseError as error:
             raise _syntax_error(error) from None
+        check_user_sql(expression, sources)
         if isinstance(expression, exp.Query):
             return Query(expression, sources)
         if isinstance(expression, exp.Insert | exp.Update | exp.Delete | exp.Merge):

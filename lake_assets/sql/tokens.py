@@ -10,6 +10,7 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
 from lake_assets.core.errors import LakeError
+from lake_assets.core.names import checked_name
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _LITERALS = (TokenType.STRING, TokenType.NUMBER, TokenType.IDENTIFIER)
@@ -78,14 +79,16 @@ class TokenCursor:
         self.fail(what)
 
     def name(self, what: str) -> str:
-        """An object name: case-insensitive, so kept lower-case; schema-qualified names refused."""
+        """An object name of any kind, checked once here (core.names.checked_name): backquotes
+        may quote a reserved word but never widen the rule. Case-insensitive, so kept
+        lower-case; schema-qualified names refused."""
         name = self.identifier(what)
         if self.accept_symbol(TokenType.DOT):
             raise LakeError(
                 f"'{name}.' names a schema, and schemas are not supported yet",
                 "use the object's bare name: every object lives in one schema",
             )
-        return name.lower()
+        return checked_name(name, what)
 
     def string(self, what: str) -> str:
         """A string literal; adjacent literals concatenate, as in Spark SQL."""

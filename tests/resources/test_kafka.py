@@ -17,11 +17,11 @@ JAAS = (
 
 
 def test_sasl_jaas_becomes_librdkafka_user_and_password(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KAFKA_JAAS", JAAS)
+    monkeypatch.setenv("LAKE_CONN_KAFKA_JAAS", JAAS)
     options = {
         "security.protocol": "SASL_SSL",
         "sasl.mechanism": "PLAIN",
-        "sasl.jaas.config": "env:KAFKA_JAAS",
+        "sasl.jaas.config": "env:LAKE_CONN_KAFKA_JAAS",
         "isolation.level": "read_committed",
     }
     settings = librdkafka_settings("b:9092", resolved(options, Path("/nowhere")))
@@ -32,7 +32,8 @@ def test_sasl_jaas_becomes_librdkafka_user_and_password(monkeypatch: pytest.Monk
         "sasl.username": "ingest",
         "sasl.password": 's3cr"et',
     }
-    assert options["sasl.jaas.config"] == "env:KAFKA_JAAS"  # the stored text keeps the reference
+    # the stored text keeps the reference
+    assert options["sasl.jaas.config"] == "env:LAKE_CONN_KAFKA_JAAS"
 
 
 def test_isolation_is_read_committed_unless_said_and_checked() -> None:

@@ -78,30 +78,30 @@ def test_lake_secret_key_replaces_the_key_file(lake_home, monkeypatch):
 
 
 def test_an_env_reference_stays_a_reference(lake_home, monkeypatch):
-    monkeypatch.setenv("LAKE_TEST_SECRET", SECRET)
-    assert seal("env:LAKE_TEST_SECRET", lake_home) == "env:LAKE_TEST_SECRET"
+    monkeypatch.setenv("LAKE_CONN_TEST_SECRET", SECRET)
+    assert seal("env:LAKE_CONN_TEST_SECRET", lake_home) == "env:LAKE_CONN_TEST_SECRET"
     assert not (lake_home / "secret.key").exists()
-    assert unseal("env:LAKE_TEST_SECRET", lake_home) == SECRET
+    assert unseal("env:LAKE_CONN_TEST_SECRET", lake_home) == SECRET
 
 
 def test_an_env_reference_is_read_when_unsealed_not_when_sealed(lake_home, monkeypatch):
-    monkeypatch.delenv("LAKE_TEST_SECRET", raising=False)
-    sealed = seal("env:LAKE_TEST_SECRET", lake_home)
-    monkeypatch.setenv("LAKE_TEST_SECRET", "rotated")
+    monkeypatch.delenv("LAKE_CONN_TEST_SECRET", raising=False)
+    sealed = seal("env:LAKE_CONN_TEST_SECRET", lake_home)
+    monkeypatch.setenv("LAKE_CONN_TEST_SECRET", "rotated")
     assert unseal(sealed, lake_home) == "rotated"
 
 
 def test_a_missing_env_variable_is_named(lake_home, monkeypatch):
-    monkeypatch.delenv("LAKE_TEST_MISSING", raising=False)
+    monkeypatch.delenv("LAKE_CONN_TEST_MISSING", raising=False)
     with pytest.raises(LakeError) as caught:
-        unseal("env:LAKE_TEST_MISSING", lake_home)
-    assert caught.value.what == "environment variable LAKE_TEST_MISSING is not set"
-    assert "export LAKE_TEST_MISSING" in caught.value.fix
+        unseal("env:LAKE_CONN_TEST_MISSING", lake_home)
+    assert caught.value.what == "environment variable LAKE_CONN_TEST_MISSING is not set"
+    assert "export LAKE_CONN_TEST_MISSING" in caught.value.fix
 
 
 def test_an_empty_env_variable_is_an_empty_secret(lake_home, monkeypatch):
-    monkeypatch.setenv("LAKE_TEST_EMPTY", "")
-    assert unseal("env:LAKE_TEST_EMPTY", lake_home) == ""
+    monkeypatch.setenv("LAKE_CONN_TEST_EMPTY", "")
+    assert unseal("env:LAKE_CONN_TEST_EMPTY", lake_home) == ""
 
 
 def test_none_stays_none(lake_home):
@@ -139,13 +139,15 @@ def test_a_malformed_lake_secret_key_is_a_lake_error(lake_home, monkeypatch):
         seal(SECRET, lake_home)
 
 
-@pytest.mark.parametrize("reference", ["env:LAKE_TEST_SECRET", "enc:gAAAAABtoken", "", "plain"])
+@pytest.mark.parametrize(
+    "reference", ["env:LAKE_CONN_TEST_SECRET", "enc:gAAAAABtoken", "", "plain"]
+)
 def test_every_secret_is_shown_redacted(reference):
     assert shown(reference) == REDACTED == "****"
 
 
 def test_the_catalog_never_stores_the_literal_secret(lake_home, monkeypatch):
-    monkeypatch.setenv("LAKE_TEST_ACCESS_ID", "AKIAENVONLYVALUE")
+    monkeypatch.setenv("LAKE_CONN_TEST_ACCESS_ID", "AKIAENVONLYVALUE")
     catalog = Catalog(lake_home / "catalog.db")
     sealed = seal(SECRET, lake_home)
     entry = ConnectionEntry(
@@ -153,7 +155,7 @@ def test_the_catalog_never_stores_the_literal_secret(lake_home, monkeypatch):
         created_at=now_utc(),
         type="S3",
         endpoint="http://127.0.0.1:9000",
-        access_id=seal("env:LAKE_TEST_ACCESS_ID", lake_home),
+        access_id=seal("env:LAKE_CONN_TEST_ACCESS_ID", lake_home),
         access_key=sealed,
         region="us-east-1",
     )
@@ -167,6 +169,6 @@ def test_the_catalog_never_stores_the_literal_secret(lake_home, monkeypatch):
     files = [path for path in lake_home.glob("catalog.db*") if path.is_file()]
     raw = b"".join(path.read_bytes() for path in files)
     assert sealed.encode() in raw, f"the sealed reference should be in {files}"
-    assert b"env:LAKE_TEST_ACCESS_ID" in raw
+    assert b"env:LAKE_CONN_TEST_ACCESS_ID" in raw
     assert SECRET.encode() not in raw
     assert b"AKIAENVONLYVALUE" not in raw

@@ -353,12 +353,13 @@ def test_s3_client_uses_the_endpoint_and_unsealed_credentials(s3_endpoint, lake_
 
 
 def test_s3_client_reads_env_references_when_it_is_built(s3_endpoint, lake_home, monkeypatch):
-    entry = connection(s3_endpoint, lake_home, access_id="env:T_ID", access_key="env:T_KEY")
-    monkeypatch.setenv("T_ID", ACCESS_ID)
-    monkeypatch.setenv("T_KEY", ACCESS_KEY)
+    references = {"access_id": "env:LAKE_CONN_T_ID", "access_key": "env:LAKE_CONN_T_KEY"}
+    entry = connection(s3_endpoint, lake_home, **references)
+    monkeypatch.setenv("LAKE_CONN_T_ID", ACCESS_ID)
+    monkeypatch.setenv("LAKE_CONN_T_KEY", ACCESS_KEY)
     s3_client(entry, lake_home).create_bucket(Bucket=f"env-{uuid.uuid4().hex[:12]}")
-    monkeypatch.delenv("T_KEY")
-    with pytest.raises(LakeError, match="T_KEY is not set"):
+    monkeypatch.delenv("LAKE_CONN_T_KEY")
+    with pytest.raises(LakeError, match="LAKE_CONN_T_KEY is not set"):
         s3_client(entry, lake_home)
 
 

@@ -166,3 +166,11 @@ def test_schema_qualified_tables_are_refused(text, shown):
             check(expression(text))
         assert caught.value.what == f"'{shown}' names a schema, and schemas are not supported yet"
         assert caught.value.fix == "use the table's bare name: every object lives in one schema"
+
+
+def test_a_stream_query_replaces_the_relation_but_no_literal_or_comment():
+    text = "SELECT '__lake_query_s' AS tag, a /* __lake_query_s */ FROM s"
+    queries = {"s": "SELECT 1 AS a"}
+    assert bind_tables(expression(text), locate, queries=queries) == (
+        "SELECT '__lake_query_s' AS tag, a /* __lake_query_s */ FROM (SELECT 1 AS a) AS s"
+    )

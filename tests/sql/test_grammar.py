@@ -146,10 +146,15 @@ def test_create_table_lower_cases_the_table_name_but_keeps_column_case():
 
 
 def test_create_table_accepts_backquoted_names():
-    statement = parse_statement("CREATE TABLE `My Sales` (`Order Id` BIGINT, `select` STRING)")
+    statement = parse_statement("CREATE TABLE `Select` (`Order Id` BIGINT, `select` STRING)")
     assert isinstance(statement, CreateTable)
-    assert statement.name == "my sales"
+    assert statement.name == "select"
     assert [column.name for column in statement.columns] == ["Order Id", "select"]
+
+
+def test_backquotes_quote_a_reserved_word_but_do_not_widen_the_name_rule():
+    with pytest.raises(LakeError, match="'My Sales' cannot be a table name"):
+        parse_statement("CREATE TABLE `My Sales` (a INT)")
 
 
 def test_create_table_concatenates_adjacent_comment_literals():

@@ -12,7 +12,7 @@ from lake_assets.core.errors import LakeError
 from lake_assets.sql.relations import opens_call
 from lake_assets.sql.statements import Source
 from lake_assets.sql.tokens import TokenCursor
-from resources.secrets import ENV
+from resources.secrets import ENV, referenced_variable
 
 READ_KAFKA = (
     "TABLE(READ_KAFKA('bootstrap', 'topic', '', 'group_id', 'start_offsets', 'end_offsets', "
@@ -106,6 +106,8 @@ def _check_option(key: str, value: str) -> None:
             f"READ_KAFKA: '{key}' is a secret and would be kept in the statement's text",
             f"export it and write '{key}', 'env:VARIABLE' instead of the value",
         )
+    if value.startswith(ENV):
+        referenced_variable(value)
 
 
 def _arguments(cursor: TokenCursor) -> KafkaSource:

@@ -45,13 +45,17 @@ def test_formats_errors_offsets_and_settings() -> None:
     source = kafka_source(
         call(
             "'b:9092'", "'t'", "''", "'g'", "'{\"0\": 5}'", "''", "''", "''", "'string'",
-            "'STRING'", "3", "map('security.protocol', 'SASL_SSL', 'sasl.password', 'env:PW')",
+            "'STRING'", "3",
+            "map('security.protocol', 'SASL_SSL', 'sasl.password', 'env:LAKE_CONN_PW')",
         )
     )  # fmt: skip
     assert source.start_offsets == '{"0": 5}'
     assert (source.key_format, source.value_format) == (KafkaFormat.STRING, KafkaFormat.STRING)
     assert source.max_errors == 3
-    assert source.options == (("security.protocol", "SASL_SSL"), ("sasl.password", "env:PW"))
+    assert source.options == (
+        ("security.protocol", "SASL_SSL"),
+        ("sasl.password", "env:LAKE_CONN_PW"),
+    )
     assert source.managed_set() == ["start_offsets"]
 
 
