@@ -92,7 +92,14 @@ class LakeSession:
         return self._spark()
 
     def warehouse_path(self, *parts: str) -> str:
-        """Where a new Delta table goes: under LAKE_WAREHOUSE (`s3a://…`) or the local warehouse."""
+        """Where a new Delta table goes: under LAKE_WAREHOUSE (`s3a://…`) or the local warehouse,
+        each part one folder name, so that no name leads outside it."""
+        for part in parts:
+            if part in ("", ".", "..") or "/" in part or "\\" in part:
+                raise LakeError(
+                    f"'{part}' would lead outside the warehouse",
+                    "name the object with letters, digits and '_' only",
+                )
         return "/".join([self.settings.warehouse_location, *parts])
 
     def sql(self, text: str) -> list[Result]:
