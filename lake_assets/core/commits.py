@@ -1,25 +1,30 @@
 """Tagged, fenced Delta commits, the one way anything here commits: a write carries a record of
 what it did in its commit's userMetadata, Delta's idempotent writes (txnAppId/txnVersion) fence
-two writers that read the same version, and the record is found again by its tag. Loads, DML and
-refreshes commit this way, so a crash right after a commit loses no record of it."""
+two writers that acted on the same state, and the record is found again by its tag. Loads, DML
+and refreshes commit this way, so a crash right after a commit loses no record of it."""
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 from itertools import takewhile
 from typing import Any
 
+from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from lake_assets.core.delta import COMMIT_TAG_CONF, Commit, history, session_conf
 
 _TXN_APP_CONF = "spark.databricks.delta.write.txnAppId"
 _TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
+# The record's field holding the transaction number its fenced commit used.
+_TXN = "txn"
+# Delta's error when a writer that committed the same app id won the race to the log.
+_FENCE_RACE = "DELTA_CONCURRENT_TRANSACTION"
 
 
 class Marker(StrEnum):
@@ -35,11 +40,13 @@ class Marker(StrEnum):
 
 @dataclass(frozen=True)
 class Fence:
-    """A writer read version `after` of a table: Delta skips its write if another writer with the
-    same `app_id` has committed a transaction version as high since."""
+    """A writer acted on a table as of `version` and commits as transaction `number` of
+    `app_id`: Delta skips the commit, or refuses it when the two race, once a writer with the
+    same app id has committed a number as high."""
 
     app_id: str
-    after: int
+    version: int
+    number: int
 
 
 def new_record(marker: Marker, **fields: Any) -> dict[str, Any]:
@@ -56,11 +63,39 @@ def decode(user_metadata: str | None, marker: Marker) -> dict[str, Any] | None:
     return record
 
 
+def fence_at(
+    spark: SparkSession | None, location: str, app_id: str, marker: Marker, version: int
+) -> tuple[Fence, tuple[Commit, dict] | None]:
+    """The fence of a writer that acted on the table as of `version`, and the newest commit of
+    `marker`'s kind at or before it, with its record (the commits up to `version` never change,
+    so this is the state the writer saw). The number follows that commit's: writers that saw the
+    same newest one get the same number, so at most one of them commits however many other
+    commits land between their reads, and a writer that saw another's commit gets a higher one.
+    A commit from before numbers were recorded counts as its version, and with none of the kind
+    in the history kept the number is the oldest version kept: a number is never more than its
+    commit's version, so both are above any number committed before."""
+    oldest = version
+    for commit in _newest_first(spark, location):
+        if commit.version > version:
+            continue
+        record = decode(commit.user_metadata, marker)
+        if record is not None:
+            return Fence(app_id, version, record.get(_TXN, commit.version) + 1), (commit, record)
+        oldest = commit.version
+    return Fence(app_id, version, oldest), None
+
+
+def _numbered(record: dict[str, Any], fence: Fence | None) -> str:
+    """The userMetadata of a commit of `record`, with its transaction number when fenced."""
+    return json.dumps(record if fence is None else {**record, _TXN: fence.number})
+
+
 def writer_options(record: dict[str, Any], fence: Fence | None = None) -> dict[str, str]:
-    """Options of a DataFrame write that commits `record`."""
-    options = {"userMetadata": json.dumps(record)}
+    """Options of a DataFrame write that commits `record`: the write's own, so that other
+    threads of the session neither see nor change them."""
+    options = {"userMetadata": _numbered(record, fence)}
     if fence is not None:
-        options.update(txnAppId=fence.app_id, txnVersion=str(fence.after + 1))
+        options.update(txnAppId=fence.app_id, txnVersion=str(fence.number))
     return options
 
 
@@ -71,12 +106,38 @@ def committing(
     fence: Fence | None = None,
     conf: dict[str, str] | None = None,
 ) -> Iterator[None]:
-    """SQL statements inside commit `record` (fenced, when a fence is given)."""
-    settings = {COMMIT_TAG_CONF: json.dumps(record), **(conf or {})}
+    """SQL statements inside commit `record` (fenced, when a fence is given). SQL takes these
+    only as session settings: the session's other threads wait while they are set."""
+    settings = {COMMIT_TAG_CONF: _numbered(record, fence), **(conf or {})}
     if fence is not None:
-        settings.update({_TXN_APP_CONF: fence.app_id, _TXN_VERSION_CONF: str(fence.after + 1)})
+        settings.update({_TXN_APP_CONF: fence.app_id, _TXN_VERSION_CONF: str(fence.number)})
     with session_conf(spark, settings):
         yield
+
+
+def fence_lost(error: BaseException) -> bool:
+    """Whether a fenced write failed because a writer with the same fence committed while it
+    ran (Delta's ConcurrentTransactionException): it wrote nothing, like a skipped write."""
+    condition = error.getCondition() if isinstance(error, PySparkException) else None
+    return condition == _FENCE_RACE or f"[{_FENCE_RACE}]" in str(error)
+
+
+def fenced_write(
+    spark: SparkSession,
+    location: str,
+    record: dict[str, Any],
+    fence: Fence,
+    write: Callable[[], object],
+) -> Commit | None:
+    """Run `write`, which commits `record` under `fence`, and return its commit; None when
+    another writer's commit under the same fence won (Delta skipped this one, or refused it)."""
+    try:
+        write()
+    except Exception as error:
+        if not fence_lost(error):
+            raise
+        return None
+    return find(spark, location, record, after=fence.version)
 
 
 def _newest_first(spark: SparkSession | None, location: str) -> Iterator[Commit]:

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 from urllib.parse import unquote
+from weakref import WeakKeyDictionary
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -52,20 +54,30 @@ _ROW_METRICS = {
 }
 
 
+# One lock per session: its settings are seen by every thread that shares it.
+_SESSION_LOCKS: WeakKeyDictionary[SparkSession, threading.RLock] = WeakKeyDictionary()
+_SESSION_LOCKS_GUARD = threading.Lock()
+
+
 @contextmanager
 def session_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
-    """Session settings for the work inside only: the values before are put back after."""
-    before = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
+    """Session settings for the work inside only: the values before are put back after. Other
+    threads sharing the session wait meanwhile, so that a commit tag or fence set for this work
+    never lands on theirs, nor theirs on this."""
+    with _SESSION_LOCKS_GUARD:
+        lock = _SESSION_LOCKS.setdefault(spark, threading.RLock())
+    with lock:
+        before = {key: spark.conf.get(key, None) for key in settings}
+        for key, value in settings.items():
+            spark.conf.set(key, value)
+        try:
+            yield
+        finally:
+            for key, value in before.items():
+                if value is None:
+                    spark.conf.unset(key)
+                else:
+                    spark.conf.set(key, value)
 
 
 # MERGEs are SQL on these references, not delta-spark's DeltaTable.merge builder: over Spark

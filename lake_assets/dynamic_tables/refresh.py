@@ -20,7 +20,15 @@ from sqlglot import exp
 
 from lake_assets.core import failpoints
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.commits import Fence, Marker, committing, decode, find, new_record, newest
+from lake_assets.core.commits import (
+    Fence,
+    Marker,
+    committing,
+    decode,
+    fence_at,
+    fenced_write,
+    new_record,
+)
 from lake_assets.core.delta import (
     MATERIALIZE_SOURCE_CONF,
     Commit,
@@ -180,7 +188,8 @@ def _refresh(
     clock: float,
     full: bool,
 ) -> RefreshOutcome:
-    previous, dt_version = _reconcile(spark, catalog, entry)
+    previous, fence = _reconcile(spark, catalog, entry)
+    dt_version = fence.version
     entry = catalog.get(DynamicTableEntry, entry.name)
     rows_before = (
         entry.row_count
@@ -222,7 +231,7 @@ def _refresh(
         start=start,
         sources={read.name: [read.location, read.version] for read in reads},
     )
-    job = _Write(spark, entry, plan, query_of(entry), reads, dt_version, metadata)
+    job = _Write(spark, entry, plan, query_of(entry), reads, fence, metadata)
     commit = None
     if reason is None:
         try:
@@ -263,25 +272,33 @@ def _outcome(record: RefreshRecord) -> RefreshOutcome:
 
 @dataclass(frozen=True)
 class _Write:
-    """One refresh's write: what it reads, the table version it starts from, and its record."""
+    """One refresh's write: what it reads, its fence (with the table version it starts from)
+    and its record."""
 
     spark: SparkSession
     entry: DynamicTableEntry
     plan: Plan
     query: exp.Expression
     reads: list[SourceRead]
-    dt_version: int
+    fence: Fence
     metadata: dict[str, Any]
+
+    @property
+    def dt_version(self) -> int:
+        return self.fence.version
 
     def committed(self, write: Callable[[], object]) -> Commit:
         """Run `write` as the refresh's one commit (carrying its record, fenced against a
         concurrent refresh) and return that commit."""
-        fence = Fence(f"lake-refresh-{Path(self.entry.location).name}", self.dt_version)
         conf = {MATERIALIZE_SOURCE_CONF: "none"}
-        with committing(self.spark, self.metadata, fence, conf):
-            failpoints.reached(failpoints.REFRESH_BEFORE_COMMIT)
-            write()
-        commit = find(self.spark, self.entry.location, self.metadata, after=self.dt_version)
+
+        def fenced() -> None:
+            with committing(self.spark, self.metadata, self.fence, conf):
+                failpoints.reached(failpoints.REFRESH_BEFORE_COMMIT)
+                write()
+
+        location = self.entry.location
+        commit = fenced_write(self.spark, location, self.metadata, self.fence, fenced)
         if commit is None:
             raise LakeError(
                 f"another refresh of dynamic table {self.entry.name} committed at the same "
@@ -359,15 +376,17 @@ def _record_from_commit(
 
 def _reconcile(
     spark: SparkSession, catalog: Catalog, entry: DynamicTableEntry
-) -> tuple[dict[str, Any] | None, int]:
-    """The last committed refresh's record (re-indexed if the index missed it) and the table's
-    current version."""
+) -> tuple[dict[str, Any] | None, Fence]:
+    """The last refresh committed as of the table's current version, by its record (re-indexed
+    if the index missed it), and the fence of a refresh that starts from both: it holds against
+    every refresh that committed since, whatever else committed too."""
     version = latest_version(spark, entry.location)
-    found = newest(spark, entry.location, Marker.REFRESH)
+    app_id = f"lake-refresh-{Path(entry.location).name}"
+    fence, found = fence_at(spark, entry.location, app_id, Marker.REFRESH, version)
     if found is None:
-        return None, version
+        return None, fence
     commit, metadata = found
     catalog.record_refresh(_record_from_commit(entry.name, commit, metadata))
     if entry.version != version:
         catalog.record_table_state(entry, version, row_count(spark, entry.location, version))
-    return metadata, version
+    return metadata, fence

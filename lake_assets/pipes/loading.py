@@ -17,11 +17,11 @@ from pyspark.sql import functions as F
 from lake_assets.core import failpoints
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.commits import (
-    Fence,
     Marker,
     commits_since,
     decode,
-    find,
+    fence_at,
+    fenced_write,
     new_record,
     writer_options,
 )
@@ -69,7 +69,8 @@ class LoadOutcome:
 
 def reconcile(spark: SparkSession, catalog: Catalog, table: TableEntry) -> int:
     """Copy the load records carried by commits newer than the index's mark into the index;
-    return the table's newest version (the next load's commit is fenced with it)."""
+    return the table's newest version: the next load acts on the index as of it, and its commit
+    is fenced by the load records up to it (see _commit)."""
     mark = catalog.load_mark(table.name)
     commits = commits_since(spark, table.location, mark)
     newest = commits[0].version
@@ -357,11 +358,11 @@ def _commit(
     good: list[tuple[FileInfo, int]],
     now: str,
     pipe: str | None,
-    fence: int,
+    version: int,
 ) -> int:
     """Append the rows with their files' load records in the same commit; return its version.
-    Fenced at `fence`: Delta skips the write when another load committed since the reconcile,
-    and then the commit is not found by its tag."""
+    Fenced by the load records up to `version`, which `reconcile` put in the index: a load that
+    committed after them, whatever else committed too, makes Delta drop this write."""
     record = new_record(
         Marker.LOAD,
         pipe=pipe,
@@ -369,16 +370,16 @@ def _commit(
         files=[[i.url, i.size, i.last_modified.isoformat(), n] for i, n in good],
     )
     before = catalog.get(TableEntry, table.name)
-    failpoints.reached(failpoints.BEFORE_COMMIT)
-    (
-        _as_table_rows(rows, table, columns)
-        .write.format("delta")
-        .mode("append")
-        .options(**writer_options(record, Fence(f"lake-load-{table.name}", fence)))
-        .save(table.location)
-    )
-    failpoints.reached(failpoints.AFTER_COMMIT)
-    commit = find(spark, table.location, record, after=fence)
+    fence, _ = fence_at(spark, table.location, f"lake-load-{table.name}", Marker.LOAD, version)
+    frame = _as_table_rows(rows, table, columns)
+
+    def write() -> None:
+        failpoints.reached(failpoints.BEFORE_COMMIT)
+        options = writer_options(record, fence)
+        frame.write.format("delta").mode("append").options(**options).save(table.location)
+        failpoints.reached(failpoints.AFTER_COMMIT)
+
+    commit = fenced_write(spark, table.location, record, fence, write)
     if commit is None:
         raise LakeError(
             f"another load into {table.name} committed at the same moment; nothing was written",

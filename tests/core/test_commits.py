@@ -3,6 +3,8 @@ commits after a version, across the growing windows the history is read in."""
 
 from __future__ import annotations
 
+import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,7 @@ from pyspark.sql import SparkSession
 
 from lake_assets.core import commits
 from lake_assets.core.commits import Fence, Marker
-from lake_assets.core.delta import delta_ref
+from lake_assets.core.delta import COMMIT_TAG_CONF, delta_ref
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +53,7 @@ def test_the_newest_record_of_a_kind(spark, tagged):
 def test_a_fenced_write_is_skipped_when_another_writer_committed_since(spark, tmp_path: Path):
     location = str(tmp_path / "fenced")
     spark.sql(f"CREATE TABLE {delta_ref(location)} (a INT) USING delta")
-    fence = Fence("writer", after=0)
+    fence = Fence("writer", version=0, number=1)
     first, second = (commits.new_record(Marker.LOAD, n=n) for n in (1, 2))
     for record in (first, second):  # both read version 0
         frame = spark.createDataFrame([(record["n"],)], "a INT")
@@ -68,3 +70,61 @@ def test_records_of_another_kind_or_none_are_not_decoded():
     assert commits.decode(commits.writer_options(record)["userMetadata"], Marker.LOAD) is None
     assert commits.decode(None, Marker.LOAD) is None
     assert commits.decode('{"lake_refresh": 1, "id": "old"}', Marker.REFRESH)["tag"] == "old"
+
+
+def test_a_fence_follows_the_newest_record_at_or_before_the_version_read(spark, tmp_path: Path):
+    """Commits of other kinds between two writers' reads leave their fence the same; a record
+    from before numbers were recorded counts as its version."""
+    location = str(tmp_path / "numbered")
+    spark.sql(f"CREATE TABLE {delta_ref(location)} (a INT) USING delta")
+    assert commits.fence_at(spark, location, "w", Marker.LOAD, 0) == (Fence("w", 0, 0), None)
+    older = commits.new_record(Marker.LOAD, n=1)
+    spark.createDataFrame([(1,)], "a INT").write.format("delta").mode("append").option(
+        "userMetadata", json.dumps(older)
+    ).save(location)  # version 1, as loads committed before numbers
+    spark.sql(f"INSERT INTO {delta_ref(location)} VALUES (2)")  # version 2, no record
+    fence, (commit, record) = commits.fence_at(spark, location, "w", Marker.LOAD, 2)
+    assert (fence, commit.version, record["tag"]) == (Fence("w", 2, 2), 1, older["tag"])
+    numbered = commits.new_record(Marker.LOAD, n=3)
+    spark.createDataFrame([(3,)], "a INT").write.format("delta").mode("append").options(
+        **commits.writer_options(numbered, fence)
+    ).save(location)  # version 3, number 2
+    spark.sql(f"INSERT INTO {delta_ref(location)} VALUES (4)")  # version 4
+    assert commits.fence_at(spark, location, "w", Marker.LOAD, 4)[0] == Fence("w", 4, 3)
+    assert commits.fence_at(spark, location, "w", Marker.LOAD, 2)[0] == fence
+
+
+def test_two_threads_sharing_a_session_each_commit_with_their_own_record(spark, tmp_path: Path):
+    """The second thread asks to commit while the first is inside its commit: it waits, so
+    neither commit carries the other's record and no setting is left behind."""
+    locations = [str(tmp_path / name) for name in ("first", "second")]
+    for location in locations:
+        spark.sql(f"CREATE TABLE {delta_ref(location)} (a INT) USING delta")
+    first, second = (commits.new_record(Marker.STATEMENT, n=n) for n in (1, 2))
+    inside, asking = threading.Event(), threading.Event()
+    failures: list[BaseException] = []
+
+    def commit_second() -> None:
+        try:
+            inside.wait()
+            asking.set()
+            with commits.committing(spark, second):
+                spark.sql(f"INSERT INTO {delta_ref(locations[1])} VALUES (2)")
+        except BaseException as error:
+            failures.append(error)
+            raise
+
+    thread = threading.Thread(target=commit_second)
+    thread.start()
+    try:
+        with commits.committing(spark, first):
+            inside.set()
+            asking.wait()
+            spark.sql(f"INSERT INTO {delta_ref(locations[0])} VALUES (1)")
+    finally:
+        inside.set()
+        thread.join()
+    assert failures == []
+    assert commits.find(spark, locations[0], first, after=0).version == 1
+    assert commits.find(spark, locations[1], second, after=0).version == 1
+    assert spark.conf.get(COMMIT_TAG_CONF, None) is None

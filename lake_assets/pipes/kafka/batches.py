@@ -23,7 +23,15 @@ from sqlglot import exp
 
 from lake_assets.core import failpoints
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.commits import Fence, Marker, committing, decode, find, records
+from lake_assets.core.commits import (
+    Fence,
+    Marker,
+    committing,
+    decode,
+    fence_lost,
+    find,
+    records,
+)
 from lake_assets.core.delta import row_changes
 from lake_assets.core.entries import BadMessage, KafkaBatch, now_utc
 from lake_assets.core.errors import LakeError
@@ -191,8 +199,11 @@ def batch_record(pipe: PipeEntry, batch: KafkaBatch) -> dict[str, Any]:
 
 
 def _fence(pipe: PipeEntry, batch: KafkaBatch) -> Fence:
-    """Delta skips a write of batch N once this app id has committed version N."""
-    return Fence(f"lake_kafka:{pipe.name}@{pipe.created_at}", batch.number - 1)
+    """Delta skips a write of batch N once this app id has committed number N: the batch's
+    number is the pipe's own count, fixed with its range when it was planned, so no other
+    commit to the table moves it."""
+    app_id = f"lake_kafka:{pipe.name}@{pipe.created_at}"
+    return Fence(app_id, batch.table_version, batch.number)
 
 
 def _write(session: LakeSession, pipe: PipeEntry, batch: KafkaBatch, record: dict) -> None:
@@ -214,6 +225,8 @@ def _write(session: LakeSession, pipe: PipeEntry, batch: KafkaBatch, record: dic
     except (LakeError, AnalysisException):
         raise
     except Exception as error:  # perhaps some messages: find them, or fail as it did
+        if fence_lost(error):
+            raise  # another run committed the batch meanwhile: not a message's failure
         raw = _raw(session, source)
         ranges = {p: (batch.start[p], batch.end[p]) for p in batch.start}
         bad = _bad_messages(session, copy, raw, ranges, source.max_errors)
@@ -281,6 +294,10 @@ def run_batch(session: LakeSession, name: str) -> BatchOutcome | None:
                 "these messages: it goes on where the table's last batch of this topic and group "
                 "ended",
             ) from None
+        except Exception as error:
+            if not fence_lost(error):
+                raise
+            recovered = True  # another run of the batch won the race to commit it
         commit = find(spark, target.location, record, after=batch.table_version)
     if commit is None:
         raise LakeError(
