@@ -27,7 +27,6 @@ from resources.s3a import endpoint_settings
 
 _LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 DEFAULT_CONNECT_PORT = 15002
-_ENV_CREDENTIALS = "software.amazon.awssdk.auth.credentials.EnvironmentVariableCredentialsProvider"
 
 
 def spark_conf(settings: LakeSettings, environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -68,11 +67,11 @@ def s3a_conf(environ: Mapping[str, str]) -> dict[str, str]:
     """S3A settings for an `s3a://` warehouse, from the standard AWS variables, and the Delta log
     store that makes it safe for writers in several processes (commits by conditional PUT).
 
-    Credentials stay in the environment (S3A's environment provider reads them there), never in a
-    conf value."""
+    No credentials provider is named: S3A's default chain (keys in `fs.s3a.*`, the AWS_*
+    variables, then an instance role or container credentials) lets each machine use what it
+    has, where naming the environment's provider would fail workers that use a role. No secret
+    is written into a conf value here."""
     conf = {"spark.delta.logStore.s3a.impl": S3_LOG_STORE}
-    if environ.get("AWS_ACCESS_KEY_ID"):
-        conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = _ENV_CREDENTIALS
     region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION")
     endpoint = environ.get("AWS_ENDPOINT_URL_S3") or environ.get("AWS_ENDPOINT_URL")
     settings = endpoint_settings(endpoint, region).items()
