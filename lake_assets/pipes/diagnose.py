@@ -1,16 +1,42 @@
-"""Say what is wrong with the first malformed record of a file: which column, which value."""
+"""Say what is wrong with a file: its first malformed record (which column, which value), or
+why Spark could not read it."""
 
 from __future__ import annotations
 
 import csv
 import json
+import re
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 
 from lake_assets.core.entries import Column
+from lake_assets.core.spark_errors import translate_spark_error
 from lake_assets.volumes.grammar import VolumeSource
 
 _INTEGER_BITS = {"TINYINT": 8, "SMALLINT": 16, "INT": 32, "BIGINT": 64}
+_SQLSTATE = re.compile(r"\s*SQLSTATE: \w+;?")
+# What Spark says when one file cannot be read (cut short, not of its format, a name Hadoop cannot
+# take) or its values cannot be made to fit the table's columns.
+_FILE_FAULTS = (
+    "FAILED_READ_FILE",
+    "CAST_INVALID_INPUT",
+    "CAST_OVERFLOW",
+    "NUMERIC_VALUE_OUT_OF_RANGE",
+    "DATATYPE_MISMATCH",
+    "URISyntaxException",
+)
+# ... unless the store was out of reach: then no file is to blame.
+_REACH_FAULTS = (
+    "NoAuthWithAWSException",
+    "NoAwsCredentialsException",
+    "SdkClientException",
+    "AWSClientIOException",
+    "AccessDenied",
+    "UnknownHostException",
+    "ConnectException",
+    "SocketException",
+    "SocketTimeoutException",
+)
 
 
 def _fits(value: str, column_type: str) -> bool:
@@ -58,3 +84,15 @@ def first_problem(source: VolumeSource, columns: tuple[Column, ...], record: str
         if value and not _fits(value, column.type):
             return f"column {column.name}: '{value[:60]}' is not a valid {column.type}"
     return f"malformed CSV row: {shown}"
+
+
+def unreadable(error: BaseException) -> str | None:
+    """One line saying why Spark could not read a file or fit its values to the table, or None
+    when the failure is not the file's (the store out of reach, credentials missing, the table
+    gone): such a failure still fails the COPY, so that the file loads once it is fixed."""
+    text = str(error)
+    if not any(mark in text for mark in _FILE_FAULTS) or any(m in text for m in _REACH_FAULTS):
+        return None
+    found = translate_spark_error(error, {})
+    line = found.what if found else text.strip().splitlines()[0]
+    return _SQLSTATE.sub("", line)[:300]

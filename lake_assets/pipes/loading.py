@@ -7,8 +7,11 @@ twice. Concurrent loaders are fenced by Delta's idempotent writes (txnAppId/txnV
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import reduce
 from urllib.parse import unquote
 
 from pyspark.sql import DataFrame, SparkSession
@@ -30,10 +33,10 @@ from lake_assets.core.entries import Column, LoadRecord, now_utc
 from lake_assets.core.errors import LakeError
 from lake_assets.core.names import hidden
 from lake_assets.core.states import LoadStatus
-from lake_assets.pipes.diagnose import first_problem
+from lake_assets.pipes.diagnose import first_problem, unreadable
 from lake_assets.tables.dml import record_commit_state
 from lake_assets.tables.entry import TableEntry
-from lake_assets.volumes.files import column_ddl, file_reader
+from lake_assets.volumes.files import column_ddl, file_reader, load_files
 from lake_assets.volumes.grammar import VolumeSource
 from resources.storage import FileInfo, VolumeStore
 
@@ -172,7 +175,7 @@ def _parse(
     """The files' rows; strict reading fails on the first bad record, lenient marks it."""
     reader = file_reader(spark, source, store)
     if source.file_format == "PARQUET":
-        frame = reader.load(paths)
+        frame = load_files(reader, paths)
         present = {name.lower(): name for name in frame.columns}
         missing = [c.name for c in columns if c.name.lower() not in present]
         if missing and strict:
@@ -190,13 +193,14 @@ def _parse(
             F.col("_metadata.file_path").alias(_FILE),
         )
     if strict:
-        return reader.option("mode", "FAILFAST").schema(column_ddl(_as_read(columns))).load(paths)
-    frame = (
+        strict_reader = reader.option("mode", "FAILFAST").schema(column_ddl(_as_read(columns)))
+        return load_files(strict_reader, paths)
+    lenient_reader = (
         reader.option("mode", "PERMISSIVE")
         .option("columnNameOfCorruptRecord", _CORRUPT)
         .schema(f"{column_ddl(_as_read(columns))}, `{_CORRUPT}` STRING")
-        .load(paths)
     )
+    frame = load_files(lenient_reader, paths)
     return frame.withColumn(_FILE, F.col("_metadata.file_path"))
 
 
@@ -208,10 +212,10 @@ def _rows_per_file(
     paths: list[str],
 ) -> dict[str, int]:
     """Each file's row count, without converting any value (the cheap pass)."""
-    frame = file_reader(spark, source, store)
+    reader = file_reader(spark, source, store)
     if source.file_format != "PARQUET":
-        frame = frame.schema(column_ddl(_as_read(columns)))
-    counts = frame.load(paths).groupBy(F.col("_metadata.file_path").alias(_FILE)).count()
+        reader = reader.schema(column_ddl(_as_read(columns)))
+    counts = load_files(reader, paths).groupBy(F.col("_metadata.file_path").alias(_FILE)).count()
     return {_read_path(row[_FILE]): row["count"] for row in counts.collect()}
 
 
@@ -253,43 +257,31 @@ def load(
     """Load `files` (already filtered to pending ones) into `table` in one commit; `fence` is
     the table's newest version when `reconcile` brought the index up to date.
 
-    One pass when every record fits (the usual case); otherwise a second, cached pass sorts the
-    bad files out so that the good ones still load."""
+    One pass when every file reads and every record fits (the usual case); otherwise the bad
+    files are sorted out (`_sorted_out`) and fail alone, and the good ones still load."""
     if not files:
         return LoadOutcome(table.name, None, [], [])
     columns = target_columns(table, source)
     local = {store.spark_path(info.relative_path): info for info in files}
     now = now_utc()
     failed: list[LoadRecord] = []
-    if source.file_format == "PARQUET":
-        for path, problem in _unreadable_parquet(spark, store, list(local)).items():
-            failed.append(
-                _record(local.pop(path), now, LoadStatus.LOAD_FAILED, 0, problem, pipe, None)
-            )
     version = None
     good: list[tuple[FileInfo, int]] = []
-    if local:
-        try:
-            good = _good(local, _rows_per_file(spark, source, store, columns, list(local)))
-            rows = _parse(spark, source, store, columns, list(local), strict=True)
-            version = _commit(spark, catalog, table, rows, columns, good, now, pipe, fence)
-        except Exception as error:  # a bad record aborts the write before its commit
-            if not _is_malformed(error):
-                raise
-            frame = _parse(spark, source, store, columns, list(local), strict=False).cache()
-            try:
-                counts, problems = _file_stats(frame, source, columns)
-                for uri, problem in problems.items():
-                    info = local.pop(_read_path(uri))
-                    failed.append(
-                        _record(info, now, LoadStatus.LOAD_FAILED, 0, problem, pipe, None)
-                    )
-                good = _good(local, counts)
-                if good:
-                    rows = frame.filter(~F.col(_FILE).isin(list(problems)))
-                    version = _commit(spark, catalog, table, rows, columns, good, now, pipe, fence)
-            finally:
-                frame.unpersist()
+    try:
+        good = _good(local, _rows_per_file(spark, source, store, columns, list(local)))
+        rows = _parse(spark, source, store, columns, list(local), strict=True)
+        version = _commit(spark, catalog, table, rows, columns, good, now, pipe, fence)
+    except Exception as error:  # a bad file aborts the write before its commit
+        if not _is_malformed(error) and unreadable(error) is None:
+            raise
+        with _sorted_out(spark, source, store, columns, list(local), error) as sorted_out:
+            good_rows, counts, problems = sorted_out
+            for path, problem in problems.items():
+                info = local.pop(path)
+                failed.append(_record(info, now, LoadStatus.LOAD_FAILED, 0, problem, pipe, None))
+            good = _good(local, counts)
+            if good and good_rows is not None:
+                version = _commit(spark, catalog, table, good_rows, columns, good, now, pipe, fence)
     loaded = [_record(info, now, LoadStatus.LOADED, n, None, pipe, version) for info, n in good]
     # Right after the reconciled version, this commit's records complete the index up to it.
     mark = version if version == fence + 1 else None
@@ -301,17 +293,69 @@ def _good(local: dict[str, FileInfo], counts: dict[str, int]) -> list[tuple[File
     return [(info, counts.get(path, 0)) for path, info in local.items()]
 
 
-def _unreadable_parquet(
-    spark: SparkSession, store: VolumeStore, paths: list[str]
-) -> dict[str, str]:
-    """Parquet files whose footer cannot be read (cut short, not Parquet), with the reason."""
-    problems = {}
+@contextmanager
+def _sorted_out(
+    spark: SparkSession,
+    source: VolumeSource,
+    store: VolumeStore,
+    columns: tuple[Column, ...],
+    paths: list[str],
+    error: Exception,
+) -> Iterator[tuple[DataFrame | None, dict[str, int], dict[str, str]]]:
+    """The good files' rows (cached until the block ends), their row counts, and each bad
+    file's problem, by path."""
+    cached: list[DataFrame] = []
+    try:
+        yield _sort_out(spark, source, store, columns, paths, error, cached)
+    finally:
+        for frame in cached:
+            frame.unpersist()
+
+
+def _sort_out(
+    spark: SparkSession,
+    source: VolumeSource,
+    store: VolumeStore,
+    columns: tuple[Column, ...],
+    paths: list[str],
+    error: Exception,
+    cached: list[DataFrame],
+) -> tuple[DataFrame | None, dict[str, int], dict[str, str]]:
+    """One lenient pass over the batch when a record does not fit; when a file cannot be read
+    (or that pass fails on one), a pass per file, so that only the files Spark cannot read fail
+    (each read alone, so also with its own Parquet schema)."""
+    if _is_malformed(error):
+        frame = _parse(spark, source, store, columns, paths, strict=False).cache()
+        cached.append(frame)
+        try:
+            counts, problems = _file_stats(frame, source, columns)
+        except Exception as again:  # a file Spark cannot read: sorted out file by file below
+            if unreadable(again) is None:
+                raise
+        else:
+            good = frame.filter(~F.col(_FILE).isin(list(problems)))
+            return good, counts, {_read_path(uri): text for uri, text in problems.items()}
+    frames: list[DataFrame] = []
+    counts, problems = {}, {}
     for path in paths:
         try:
-            spark.read.options(**store.spark_options()).parquet(path).schema  # noqa: B018 - reading the footer is the check
-        except Exception as error:  # any Spark read failure means this one file is unreadable
-            problems[path] = f"not a readable Parquet file: {str(error).splitlines()[0][:200]}"
-    return problems
+            frame = _parse(spark, source, store, columns, [path], strict=False).cache()
+            cached.append(frame)
+            file_counts, file_problems = _file_stats(frame, source, columns)
+        except (
+            Exception
+        ) as failure:  # this file alone failed: whether it is to blame, `unreadable` says
+            problem = unreadable(failure)
+            if problem is None:
+                raise
+            problems[path] = problem
+            continue
+        if file_problems:
+            problems[path] = next(iter(file_problems.values()))
+        else:
+            frames.append(frame)
+            counts.update(file_counts)
+    return (reduce(DataFrame.unionByName, frames) if frames else None), counts, problems
 
 
 def _as_read(columns: tuple[Column, ...]) -> tuple[Column, ...]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import uuid
 from collections.abc import Iterator
@@ -43,6 +44,17 @@ DIRECTORY_SCHEMA = StructType(
 )
 _LISTING = hidden("listing")
 _EXTENSIONS = {"CSV": "csv", "PARQUET": "parquet", "JSON": "json"}
+# Hadoop's glob characters, escaped with a backslash so that a path matches only itself.
+_GLOB_CHARACTERS = re.compile(r"([\\{}\[\]*?])")
+# Spark's reader option that takes paths literally (internal, honoured by its file sources).
+_GLOB_PATHS = "__globPaths__"
+# Local files are read without Hadoop's checksum layer: it opens a '.<name>.crc' beside each file,
+# a path it cannot build for a name holding ':' (volume files have no checksum files); uncached,
+# since the cached filesystem of the scheme would ignore the choice.
+_PLAIN_LOCAL_FILES = {
+    "fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
+    "fs.file.impl.disable.cache": "true",
+}
 
 
 def store_of(catalog: Catalog, settings: LakeSettings, volume: VolumeEntry) -> VolumeStore:
@@ -161,11 +173,23 @@ def named_files(
 
 def file_reader(spark: SparkSession, source: VolumeSource, store: VolumeStore) -> DataFrameReader:
     """A reader of the COPY's or SELECT's files: their format options, and what Spark needs to
-    reach them."""
+    reach them; it reads them with `load_files`."""
     options = {**store.spark_options(), **source.options}
     if source.file_format == "JSON":
         options.setdefault("multiLine", "false")
-    return spark.read.format(source.file_format.lower()).options(**options)
+    return spark.read.format(source.file_format.lower()).options(**options, **_PLAIN_LOCAL_FILES)
+
+
+def load_files(reader: DataFrameReader, paths: list[str]) -> DataFrame:
+    """The rows of exactly these files, each once: every reader of volume files reads through
+    here. Spark takes each path as a Hadoop glob, so a file named x*.csv would also read x1.csv;
+    each path is escaped into a glob matching only itself. Hadoop's glob cannot hold a ':' in a
+    name beside a glob character (a:b[1].csv), so one path is read with Spark's switch that turns
+    globbing off, which for several paths repeats them (it returns every path for each
+    glob-like one): a COPY reads such a file alone when the batch fails on it."""
+    if len(paths) == 1:
+        return reader.option(_GLOB_PATHS, "false").load(paths[0])
+    return reader.load([_GLOB_CHARACTERS.sub(r"\\\1", path) for path in paths])
 
 
 def read_files(
@@ -178,7 +202,7 @@ def read_files(
         reader = reader.schema(column_ddl(source.columns))
     if not paths:
         return spark.createDataFrame([], column_ddl(source.columns) or StructType([]))
-    frame = reader.load(paths)
+    frame = load_files(reader, paths)
     header = source.options.get("header", "false").lower() == "true"
     if source.file_format == "CSV" and not source.columns and not header:
         frame = frame.toDF(*[f"f{i}" for i in range(len(frame.columns))])
