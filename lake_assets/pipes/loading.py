@@ -342,9 +342,7 @@ def _sort_out(
             frame = _parse(spark, source, store, columns, [path], strict=False).cache()
             cached.append(frame)
             file_counts, file_problems = _file_stats(frame, source, columns)
-        except (
-            Exception
-        ) as failure:  # this file alone failed: whether it is to blame, `unreadable` says
+        except Exception as failure:  # whether this file is to blame, `unreadable` says
             problem = unreadable(failure)
             if problem is None:
                 raise
