@@ -38,6 +38,7 @@ from lake_assets.sql.subqueries import subquery_merge
 from lake_assets.streams import offsets
 from lake_assets.streams.entry import Claim, Landing, StreamEntry
 from lake_assets.streams.reading import StreamRead
+from lake_assets.tables.entry import TableEntry
 
 _HANDLERS: dict[type, Handler] = {
     statement: handler for kind in KINDS for statement, handler in kind.handlers.items()
@@ -165,11 +166,19 @@ class LakeSession:
 
     def committing(self, name: str, run: Callable[[], Result]) -> Result:
         """Run a statement that may commit to `name`; tell `changed` when its version moved."""
-        before = self.catalog.relation(name).version
+        before = self._written(name).version
         result = run()
         if self._changed is not None and self.catalog.relation(name).version != before:
             self._changed(name)
         return result
+
+    def _written(self, name: str) -> TableEntry | DynamicTableEntry:
+        """The table or dynamic table a statement writes; a stream is refused in its own words
+        (COPY INTO s, REFRESH DYNAMIC TABLE s), as INSERT INTO s is."""
+        relation = self.catalog.relation(name)
+        if not isinstance(relation, TableEntry | DynamicTableEntry):
+            raise relation.mistaken_for(TableEntry)
+        return relation
 
     def bind(self, statement: Query | Dml) -> Bound:
         """Spark SQL with catalog tables as Delta paths, and streams and special sources as

@@ -31,6 +31,8 @@ from lake_assets.core.entries import (
 from lake_assets.core.errors import LakeError
 
 T = TypeVar("T", bound=CatalogObject)
+# A check that `add` and `replace` run inside their transaction: it raises to refuse the write.
+Check = Callable[["CatalogView"], None]
 
 # How long a writer waits for another process's transaction before giving up.
 _LOCK_WAIT_SECONDS = 30
@@ -228,6 +230,44 @@ def unknown_table(name: str) -> LakeError:
     )
 
 
+class CatalogView:
+    """The catalog as one transaction sees it: a check run on it inside a writing transaction
+    still holds when that transaction writes, as no other writer can commit in between."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    def find_in(self, namespace: str, name: str) -> CatalogObject | None:
+        """Whatever holds the name in a namespace, of any kind."""
+        query = _with_state().where(_objects.c.namespace == namespace, _objects.c.name == name)
+        row = self._conn.execute(query).first()
+        return _entry(row) if row is not None else None
+
+    def entries(self, kind: type[T]) -> list[T]:
+        """Every object of a kind, by name."""
+        rows = self._conn.execute(
+            _with_state()
+            .where(_objects.c.namespace == kind.NAMESPACE, _objects.c.kind == kind.kind())
+            .order_by(_objects.c.name)
+        ).all()
+        return [_entry(row) for row in rows]
+
+    def users_of(self, kind: type[CatalogObject], name: str) -> list[str]:
+        """The objects that name this one (`pipe p`, `task k`), as DROP refuses them."""
+        users = []
+        for user in CatalogObject.KINDS.values():
+            fields = [field for field, space in user.REFERENCES.items() if space == kind.NAMESPACE]
+            if not fields:
+                continue
+            for entry in self.entries(user):
+                for field_name in fields:
+                    value = getattr(entry, field_name)
+                    if value == name or (isinstance(value, tuple) and name in value):
+                        users.append(f"{user.LABEL} {entry.name}")
+                        break
+        return users
+
+
 class Catalog:
     """Names → objects of every kind; every write is one transaction, safe across processes."""
 
@@ -255,29 +295,37 @@ class Catalog:
 
     # Objects of every kind
 
-    def add(self, entry: T) -> T:
-        """Register a new object; fails if its namespace already has the name."""
+    def add(self, entry: T, check: Check | None = None) -> T:
+        """Register a new object; fails if its namespace already has the name, or if `check`
+        (run on the catalog as this transaction sees it) raises."""
         created = replace(entry, created_at=entry.created_at or now_utc())
         with self._writing() as conn:
-            existing = self._select(conn, entry.NAMESPACE, entry.name)
+            view = CatalogView(conn)
+            existing = view.find_in(entry.NAMESPACE, entry.name)
             if existing is not None:
                 raise LakeError(
                     f"{existing.LABEL} {entry.name} already exists",
                     f"use {entry.CREATE} IF NOT EXISTS, pick another name, or DROP it first",
                 )
+            if check is not None:
+                check(view)
             conn.execute(sa.insert(_objects).values(_row(created)))
         return created
 
-    def replace(self, entry: T) -> T | None:
-        """Register an object in place of one of the same kind (OR REPLACE); return that one."""
+    def replace(self, entry: T, check: Check | None = None) -> T | None:
+        """Register an object in place of one of the same kind (OR REPLACE); return that one.
+        `check` runs as in `add`."""
         created = replace(entry, created_at=entry.created_at or now_utc())
         with self._writing() as conn:
-            existing = self._select(conn, entry.NAMESPACE, entry.name)
+            view = CatalogView(conn)
+            existing = view.find_in(entry.NAMESPACE, entry.name)
             if existing is not None and not isinstance(existing, type(entry)):
                 raise LakeError(
                     f"{existing.LABEL} {entry.name} already exists",
                     f"pick another name for the {entry.LABEL}, or DROP the {existing.LABEL} first",
                 )
+            if check is not None:
+                check(view)
             if existing is not None:
                 self._delete(conn, existing)
             conn.execute(sa.insert(_objects).values(_row(created)))
@@ -301,12 +349,7 @@ class Catalog:
     def entries(self, kind: type[T]) -> list[T]:
         """Every object of a kind, by name."""
         with self._reading() as conn:
-            rows = conn.execute(
-                _with_state()
-                .where(_objects.c.namespace == kind.NAMESPACE, _objects.c.kind == kind.kind())
-                .order_by(_objects.c.name)
-            ).all()
-        return [_entry(row) for row in rows]
+            return CatalogView(conn).entries(kind)
 
     def find_in(self, namespace: str, name: str) -> CatalogObject | None:
         """Whatever holds the name in a namespace, of any kind."""
@@ -354,32 +397,29 @@ class Catalog:
             )
         return updated
 
-    def remove(self, kind: type[T], name: str) -> T | None:
-        """Unregister an object with what the catalog kept about it; return what it was."""
+    def remove(self, kind: type[T], name: str, *, unused: bool = False) -> T | None:
+        """Unregister an object with what the catalog kept about it; return what it was.
+        `unused`: refuse while another object names it, checked in the same transaction, so
+        that no object created meanwhile is left naming nothing."""
         with self._writing() as conn:
-            found = self._select(conn, kind.NAMESPACE, name)
+            view = CatalogView(conn)
+            found = view.find_in(kind.NAMESPACE, name)
             if not isinstance(found, kind):
                 return None
+            if unused and (users := view.users_of(kind, name)):
+                raise LakeError(
+                    f"{found.LABEL} {name} is used by {users[0]}", f"drop {users[0]} first"
+                )
             self._delete(conn, found)
         return found
 
     def users_of(self, kind: type[CatalogObject], name: str) -> list[str]:
-        """The objects that name this one (`pipe p`, `dynamic table d`), as DROP refuses them."""
-        users = []
-        for user in CatalogObject.KINDS.values():
-            for field_name, namespace in user.REFERENCES.items():
-                if namespace != kind.NAMESPACE:
-                    continue
-                for entry in self.entries(user):
-                    value = getattr(entry, field_name)
-                    if value == name or (isinstance(value, tuple) and name in value):
-                        users.append(f"{user.LABEL} {entry.name}")
-        return users
+        """The objects that name this one (`pipe p`, `dynamic table d`)."""
+        with self._reading() as conn:
+            return CatalogView(conn).users_of(kind, name)
 
     def _select(self, conn: Connection, namespace: str, name: str) -> CatalogObject | None:
-        query = _with_state().where(_objects.c.namespace == namespace, _objects.c.name == name)
-        row = conn.execute(query).first()
-        return _entry(row) if row is not None else None
+        return CatalogView(conn).find_in(namespace, name)
 
     def _delete(self, conn: Connection, entry: CatalogObject) -> None:
         conn.execute(

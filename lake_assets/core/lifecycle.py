@@ -44,18 +44,19 @@ def drop_object(
     """The DROP handler of `kind`; `cleanup` removes what the object kept outside the catalog."""
 
     def drop(session: LakeSession, stmt: DropObject) -> Result:
-        catalog = session.catalog
-        users = catalog.users_of(kind, stmt.name)
-        if users:
-            raise LakeError(
-                f"{kind.LABEL} {stmt.name} is used by {users[0]}", f"drop {users[0]} first"
-            )
-        if catalog.find(kind, stmt.name) is None and stmt.if_exists:
-            return Result.status(f"{kind.LABEL} {stmt.name} does not exist; nothing to do")
-        entry = catalog.get(kind, stmt.name)  # an unknown name is an error here
-        catalog.remove(kind, stmt.name)
+        entry = session.catalog.remove(kind, stmt.name, unused=True)
+        if entry is None:
+            if stmt.if_exists:
+                return Result.status(f"{kind.LABEL} {stmt.name} does not exist; nothing to do")
+            raise _not_found(session, kind, stmt.name)
         if cleanup is not None:
             cleanup(entry)
         return Result.status(f"dropped {kind.LABEL} {stmt.name}")
 
     return drop
+
+
+def _not_found(session: LakeSession, kind: type[CatalogObject], name: str) -> LakeError:
+    """Why DROP found no `kind` by that name: none at all, or another kind's object."""
+    other = session.catalog.find_in(kind.NAMESPACE, name)
+    return kind.unknown(name) if other is None else other.mistaken_for(kind)

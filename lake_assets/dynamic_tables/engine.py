@@ -8,7 +8,9 @@ import uuid
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from lake_assets.core.catalog import Catalog
+from pyspark.sql import SparkSession
+
+from lake_assets.core.catalog import Catalog, CatalogView
 from lake_assets.core.delta import quote_name, sql_string
 from lake_assets.core.entries import Column, RefreshRecord
 from lake_assets.core.errors import LakeError
@@ -77,7 +79,8 @@ def create_dynamic_table(session: LakeSession, stmt: CreateDynamicTable) -> Resu
             "sources' changes itself",
             "read the stream's source table instead",
         )
-    _refuse_cycle(catalog, stmt.name, sources)
+    # Checked now, before any Spark work, and again as the entry is written (below).
+    _refuse_cycle(catalog.entries(DynamicTableEntry), stmt.name, sources)
     plan = classify(stmt.query.expression)
     reads = [
         source_read(spark, name, relation, None, index)
@@ -113,13 +116,6 @@ def create_dynamic_table(session: LakeSession, stmt: CreateDynamicTable) -> Resu
     # deletion vectors mark them instead of rewriting every file. An aggregate is small and
     # every file is touched anyway, where rewriting measured faster.
     vectors = "false" if plan.shape == AGGREGATE else "true"
-    create_delta_table(
-        spark,
-        location,
-        definitions,
-        stmt.comment,
-        {"delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": vectors},
-    )
     entry = DynamicTableEntry(
         stmt.name,
         location,
@@ -132,30 +128,63 @@ def create_dynamic_table(session: LakeSession, stmt: CreateDynamicTable) -> Resu
         stmt.vcluster,
         primary_key=primary_key,
     )
+    properties = {"delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": vectors}
+    return _create(spark, catalog, entry, definitions, properties, stmt.or_replace)
+
+
+def _create(
+    spark: SparkSession,
+    catalog: Catalog,
+    entry: DynamicTableEntry,
+    definitions: list[str],
+    properties: dict[str, str],
+    or_replace: bool,
+) -> Result:
+    """Create the Delta table, register it and run the first refresh; whatever fails on the
+    way, nothing is left behind (the replaced table is back) and the failure is raised."""
     try:
-        replaced = catalog.replace(entry) if stmt.or_replace else None
-        if not stmt.or_replace:
-            catalog.add(entry)
-    except LakeError:
-        remove_files(location)
+        create_delta_table(spark, entry.location, definitions, entry.comment, properties)
+        replaced = _register(catalog, entry, or_replace)
+    except BaseException:
+        remove_files(entry.location)
         raise
-    catalog.record_table_state(entry, 0, 0)
     verb = "replaced" if replaced is not None else "created"
     try:
-        outcome = refresh(spark, catalog, stmt.name, RefreshTrigger.CREATION)
+        catalog.record_table_state(entry, 0, 0)
+        outcome = refresh(spark, catalog, entry.name, RefreshTrigger.CREATION)
     except LakeError as error:
         _undo_create(catalog, entry, replaced)
-        what = f"dynamic table {stmt.name} was not {verb}: {error.what}"
+        what = f"dynamic table {entry.name} was not {verb}: {error.what}"
         raise LakeError(what, error.fix) from error
+    except BaseException:
+        _undo_create(catalog, entry, replaced)
+        raise
     if replaced is not None:
         remove_files(replaced.location)
-    return Result.status(f"{verb} dynamic table {stmt.name}; {outcome.summary()}")
+    return Result.status(f"{verb} dynamic table {entry.name}; {outcome.summary()}")
+
+
+def _register(
+    catalog: Catalog, entry: DynamicTableEntry, or_replace: bool
+) -> DynamicTableEntry | None:
+    """Write the entry, checking in the same transaction that it closes no cycle (another
+    CREATE OR REPLACE may have changed what the other dynamic tables read); return the one it
+    replaced."""
+
+    def acyclic(view: CatalogView) -> None:
+        _refuse_cycle(view.entries(DynamicTableEntry), entry.name, entry.sources)
+
+    if or_replace:
+        return catalog.replace(entry, acyclic)
+    catalog.add(entry, acyclic)
+    return None
 
 
 def _undo_create(
     catalog: Catalog, entry: DynamicTableEntry, replaced: DynamicTableEntry | None
 ) -> None:
-    """A CREATE whose first refresh failed leaves nothing behind (or the table it replaced)."""
+    """A CREATE whose first refresh failed, however, leaves nothing behind (or the table it
+    replaced)."""
     if replaced is None:
         catalog.remove(DynamicTableEntry, entry.name)
     else:
@@ -206,9 +235,9 @@ def _column_names(stmt: CreateDynamicTable, produced: list[str]) -> list[str]:
     return names
 
 
-def _refuse_cycle(catalog: Catalog, name: str, sources: tuple[str, ...]) -> None:
+def _refuse_cycle(existing: list[DynamicTableEntry], name: str, sources: tuple[str, ...]) -> None:
     """A dynamic table may not read itself, directly or through other dynamic tables."""
-    definitions = {entry.name: entry.sources for entry in catalog.entries(DynamicTableEntry)}
+    definitions = {entry.name: entry.sources for entry in existing}
     definitions[name] = sources
     path = _path_to(definitions, sources, name, [name])
     if path is not None:
@@ -236,12 +265,7 @@ def drop_dynamic_table(session: LakeSession, stmt: DropObject) -> Result:
     if catalog.find(DynamicTableEntry, stmt.name) is None and stmt.if_exists:
         return Result.status(f"dynamic table {stmt.name} does not exist; nothing to do")
     catalog.get(DynamicTableEntry, stmt.name)
-    readers = catalog.users_of(DynamicTableEntry, stmt.name)
-    if readers:
-        raise LakeError(
-            f"dynamic table {stmt.name} is read by {readers[0]}", f"drop {readers[0]} first"
-        )
-    entry = catalog.remove(DynamicTableEntry, stmt.name)
+    entry = catalog.remove(DynamicTableEntry, stmt.name, unused=True)
     if entry is not None:
         remove_files(entry.location)
     return Result.status(f"dropped dynamic table {stmt.name}")

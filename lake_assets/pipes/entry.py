@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from lake_assets.core.entries import CatalogObject
+from lake_assets.core.entries import RELATION, CatalogObject
 from lake_assets.core.states import IngestMode, PipeKind, PipeStatus
 
 
@@ -19,7 +19,8 @@ class PipeEntry(CatalogObject):
     LABEL: ClassVar[str] = "pipe"
     SHOW: ClassVar[str] = "SHOW PIPES"
     CREATE: ClassVar[str] = "CREATE PIPE"
-    REFERENCES: ClassVar[dict[str, str]] = {"volume": "volume"}
+    # What it reads and the table it loads: neither is dropped while the pipe is there.
+    REFERENCES: ClassVar[dict[str, str]] = {"volume": "volume", "table": RELATION}
     RUNTIME: ClassVar[tuple[str, ...]] = ("invalid_reason",)
 
     volume: str = ""

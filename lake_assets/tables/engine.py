@@ -112,10 +112,7 @@ def drop_table(session: LakeSession, stmt: DropTable) -> Result:
     if other is not None and not isinstance(other, TableEntry):
         words = other.CREATE.removeprefix("CREATE ")
         raise LakeError(f"{stmt.name} is a {other.LABEL}", f"drop it with DROP {words} {stmt.name}")
-    readers = catalog.users_of(TableEntry, stmt.name)
-    if readers:
-        raise LakeError(f"table {stmt.name} is read by {readers[0]}", f"drop {readers[0]} first")
-    entry = catalog.remove(TableEntry, stmt.name)
+    entry = catalog.remove(TableEntry, stmt.name, unused=True)
     if entry is None:
         if stmt.if_exists:
             return Result.status(f"table {stmt.name} does not exist; nothing to do")

@@ -14,7 +14,7 @@ from lake_assets.core.lifecycle import drop_object, name_taken
 from lake_assets.core.results import Result
 from lake_assets.core.states import TaskRunState, TaskTrigger
 from lake_assets.sql.statements import DescribeObject, Dml
-from lake_assets.streams.entry import StreamEntry
+from lake_assets.streams.entry import Landing, StreamEntry
 from lake_assets.tables.entry import TableEntry
 from lake_assets.tasks.entry import TaskEntry
 from lake_assets.tasks.grammar import AlterTask, CreateTask, ExecuteTask, ShowTaskHistory, reads
@@ -39,9 +39,9 @@ def create_task(session: LakeSession, stmt: CreateTask) -> Result:
         return taken
     statement = stmt.statement
     if isinstance(statement, Dml):
-        target = catalog.get(TableEntry, statement.target).name
+        target, lands_in = catalog.get(TableEntry, statement.target).name, Landing.TABLE
     else:
-        target = catalog.get(VolumeEntry, statement.volume).name
+        target, lands_in = catalog.get(VolumeEntry, statement.volume).name, Landing.VOLUME
     relations = {name: catalog.relation(name) for name in reads(statement)}
     streams = tuple(n for n, r in relations.items() if isinstance(r, StreamEntry))
     for group in stmt.when:
@@ -56,6 +56,7 @@ def create_task(session: LakeSession, stmt: CreateTask) -> Result:
             stmt.name,
             definition=stmt.definition,
             target=target,
+            lands_in=lands_in,
             streams=streams,
             schedule=stmt.schedule,
             when=stmt.when,

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from lake_assets.core.entries import RELATION, TASK, CatalogObject
 from lake_assets.core.states import TaskState, TaskTrigger
+from lake_assets.streams.entry import Landing
 
 
 @dataclass(frozen=True)
@@ -35,23 +36,37 @@ class RunClaim:
 @dataclass(frozen=True)
 class TaskEntry(CatalogObject):
     """`when` is STREAM_HAS_DATA's streams as OR of ANDs; `streams` are those the statement
-    reads (a stream is not dropped while a task reads it)."""
+    reads and `target` what it writes, a table or (`lands_in` VOLUME) a volume: neither is
+    dropped while the task is there."""
 
     NAMESPACE: ClassVar[str] = TASK
     LABEL: ClassVar[str] = "task"
     SHOW: ClassVar[str] = "SHOW TASKS"
     CREATE: ClassVar[str] = "CREATE TASK"
-    REFERENCES: ClassVar[dict[str, str]] = {"streams": RELATION}
+    REFERENCES: ClassVar[dict[str, str]] = {
+        "streams": RELATION,
+        "target_table": RELATION,
+        "target_volume": "volume",
+    }
     RUNTIME: ClassVar[tuple[str, ...]] = ("run",)
 
     definition: str = ""
     target: str = ""
+    lands_in: Landing = Landing.TABLE
     streams: tuple[str, ...] = ()
     schedule: Schedule | None = None
     when: tuple[tuple[str, ...], ...] = ()
     comment: str | None = None
     suspended: bool = False
     run: RunClaim | None = None
+
+    @property
+    def target_table(self) -> str | None:
+        return self.target if self.lands_in is Landing.TABLE else None
+
+    @property
+    def target_volume(self) -> str | None:
+        return self.target if self.lands_in is Landing.VOLUME else None
 
     @property
     def state(self) -> TaskState:

@@ -4,12 +4,16 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 from pyspark.sql import DataFrame
 
 from lake_assets.core.delta import remove_location
 from lake_assets.core.entries import now_utc
+from lake_assets.core.errors import LakeError
 from lake_assets.core.lifecycle import name_taken
 from lake_assets.core.results import Result
 from lake_assets.sql.statements import DescribeObject
@@ -27,6 +31,9 @@ from resources.storage import VolumeStore, split_location
 
 if TYPE_CHECKING:
     from lake_assets.session import LakeSession
+
+# S3's codes for credentials it does not accept (answered with 403).
+_DENIED = frozenset({"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"})
 
 
 def _opened(session: LakeSession, name: str) -> tuple[VolumeEntry, VolumeStore]:
@@ -55,15 +62,68 @@ def create_volume(session: LakeSession, stmt: CreateVolume) -> Result:
         queue_name=stmt.queue_name,
     )
     store = files.store_of(catalog, settings, entry)
-    files.create_directory_table(session.spark, directory)
-    catalog.add(entry)
-    files.refresh_directory(session.spark, entry, store)
+    # Listed before it is registered: a bucket that is missing or refuses leaves nothing behind.
+    try:
+        files.create_directory_table(session.spark, directory)
+        with storage_errors(entry):
+            files.refresh_directory(session.spark, entry, store)
+        catalog.add(entry)
+    except BaseException:
+        remove_location(directory)
+        raise
     return Result.status(f"created volume {stmt.name}")
+
+
+@contextmanager
+def storage_errors(volume: VolumeEntry) -> Iterator[None]:
+    """What object storage answers a volume's listing or reads, as one line that names the
+    bucket and the fix (never the credentials)."""
+    try:
+        yield
+    except ClientError as error:
+        raise _refused(volume, error) from None
+    except NoCredentialsError:
+        raise LakeError(
+            f"connection {volume.connection} of volume {volume.name} has no credentials",
+            "use a connection that has its keys: CREATE STORAGE CONNECTION … ACCESS_ID = '…' "
+            "ACCESS_KEY = '…'",
+        ) from None
+    except BotoCoreError as error:
+        raise LakeError(
+            f"cannot reach the object storage of volume {volume.name} (connection "
+            f"{volume.connection}): {error}",
+            f"check the ENDPOINT of connection {volume.connection} and that the server is up",
+        ) from None
+
+
+def _refused(volume: VolumeEntry, error: ClientError) -> LakeError:
+    """A bucket's refusal: it is missing, it refuses the connection's credentials, or else."""
+    _, bucket, _ = split_location(volume.location)
+    answer = error.response.get("Error", {})
+    code = answer.get("Code") or "?"
+    status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    if code == "NoSuchBucket":
+        return LakeError(
+            f"bucket {bucket} of volume {volume.name} does not exist",
+            f"create bucket {bucket}, or give the volume a LOCATION in an existing bucket",
+        )
+    if status == 403 or code in _DENIED:
+        return LakeError(
+            f"bucket {bucket} of volume {volume.name} refuses connection "
+            f"{volume.connection} ({code})",
+            f"check the ACCESS_ID and ACCESS_KEY of connection {volume.connection}, and that "
+            f"the bucket's policy lets them list and read {volume.location}",
+        )
+    return LakeError(
+        f"bucket {bucket} of volume {volume.name} answered {code}: {answer.get('Message')}",
+        f"check connection {volume.connection} (ENDPOINT, REGION) and the bucket",
+    )
 
 
 def refresh_volume(session: LakeSession, stmt: RefreshVolume) -> Result:
     volume, store = _opened(session, stmt.name)
-    return Result.status(files.refresh_directory(session.spark, volume, store))
+    with storage_errors(volume):
+        return Result.status(files.refresh_directory(session.spark, volume, store))
 
 
 def copy_into_volume(session: LakeSession, stmt: CopyIntoVolume) -> Result:
@@ -88,12 +148,15 @@ def copy_into_volume(session: LakeSession, stmt: CopyIntoVolume) -> Result:
 
 def read_volume(session: LakeSession, source: VolumeSource) -> DataFrame:
     volume, store = _opened(session, source.volume)
-    return files.read_files(session.spark, source, store, files.source_files(source, volume, store))
+    with storage_errors(volume):
+        listed = files.source_files(source, volume, store)
+        return files.read_files(session.spark, source, store, listed)
 
 
 def read_directory(session: LakeSession, source: DirectorySource) -> DataFrame:
     volume, store = _opened(session, source.volume)
-    return files.directory_frame(session.spark, volume, store)
+    with storage_errors(volume):
+        return files.directory_frame(session.spark, volume, store)
 
 
 def show_volumes(session: LakeSession) -> Result:
@@ -108,7 +171,8 @@ def show_volumes(session: LakeSession) -> Result:
 
 def describe_volume(session: LakeSession, stmt: DescribeObject) -> Result:
     volume, store = _opened(session, stmt.name)
-    listing = store.list(recursive=volume.recursive)
+    with storage_errors(volume):
+        listing = store.list(recursive=volume.recursive)
     users = session.catalog.users_of(VolumeEntry, volume.name)
     return Result.properties(
         name=volume.name,
@@ -120,7 +184,7 @@ def describe_volume(session: LakeSession, stmt: DescribeObject) -> Result:
         notification=f"{volume.queue_type}:{volume.queue_name}" if volume.queue_name else None,
         files=len(listing),
         bytes=sum(info.size for info in listing),
-        pipes=", ".join(user.removeprefix("pipe ") for user in users) or None,
+        pipes=", ".join(u.removeprefix("pipe ") for u in users if u.startswith("pipe ")) or None,
         comment=volume.comment,
         created_at=volume.created_at,
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import queue
+import sqlite3
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -13,14 +14,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from pyspark.sql import SparkSession
 
-from lake_assets.core.catalog import Catalog
+from lake_assets.core.catalog import _WRITE_LOCK, Catalog, CatalogView
 from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
+from lake_assets.pipes.entry import PipeEntry
 from lake_assets.session import LakeSession
+from lake_assets.streams.entry import Landing
 from lake_assets.tables.entry import TableEntry
+from lake_assets.tasks.entry import TaskEntry
+from lake_assets.volumes.entry import VolumeEntry
 from resources.spark_server import free_port
 from tests.postgres_server import new_database
 
@@ -120,6 +126,108 @@ def test_a_removed_name_can_be_added_again(catalog):
     catalog.remove(TableEntry, "sales")
     catalog.add(entry("sales", comment="second"))
     assert catalog.get(TableEntry, "sales").comment == "second"
+
+
+def _rival_may_write(location: str) -> bool:
+    """Whether another connection could start writing right now: it takes the writers' lock
+    without waiting (SQLite: BEGIN IMMEDIATE with no busy timeout; Postgres: a try of the
+    advisory lock), and lets it go at once."""
+    if "://" not in location:
+        conn = sqlite3.connect(location, timeout=0, isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error):
+                raise
+            return False
+        finally:
+            conn.close()
+        return True
+    engine = sa.create_engine(location, poolclass=sa.pool.NullPool)
+    try:
+        with engine.connect() as conn, conn.begin():
+            return bool(
+                conn.execute(sa.select(sa.func.pg_try_advisory_xact_lock(_WRITE_LOCK))).scalar()
+            )
+    finally:
+        engine.dispose()
+
+
+def _writes(table: str) -> tuple[PipeEntry, TaskEntry]:
+    """A pipe that loads `table` and a task that inserts into it."""
+    pipe = PipeEntry("p", volume="v", table=table, copy_statement=f"COPY INTO {table} …")
+    task = TaskEntry("k", definition=f"DELETE FROM {table}", target=table)
+    return pipe, task
+
+
+def test_remove_unused_refuses_while_a_pipe_or_a_task_writes_the_table(catalog):
+    catalog.add(entry("sales"))
+    pipe, task = _writes("sales")
+    catalog.add(pipe)
+    with pytest.raises(LakeError, match=r"^table sales is used by pipe p — drop pipe p first$"):
+        catalog.remove(TableEntry, "sales", unused=True)
+    catalog.remove(PipeEntry, "p")
+    catalog.add(task)
+    with pytest.raises(LakeError, match=r"^table sales is used by task k — drop task k first$"):
+        catalog.remove(TableEntry, "sales", unused=True)
+    assert catalog.find(TableEntry, "sales") is not None
+    catalog.remove(TaskEntry, "k")
+    assert catalog.remove(TableEntry, "sales", unused=True) is not None
+
+
+def test_a_task_that_exports_to_a_volume_uses_the_volume_not_a_table_of_that_name(catalog):
+    catalog.add(entry("out"))
+    catalog.add(VolumeEntry("out", location="file:///tmp/out/", connection="c"))
+    export = TaskEntry(
+        "k", definition="COPY INTO VOLUME out …", target="out", lands_in=Landing.VOLUME
+    )
+    catalog.add(export)
+    assert catalog.get(TaskEntry, "k") == replace(
+        export, created_at=catalog.get(TaskEntry, "k").created_at
+    )
+    assert catalog.users_of(VolumeEntry, "out") == ["task k"]
+    assert catalog.users_of(TableEntry, "out") == []
+
+
+def test_remove_checks_its_users_while_no_one_else_may_write(catalog, location, monkeypatch):
+    """The check and the removal are one transaction: while DROP looks for users, no other
+    writer can add one."""
+    catalog.add(entry("sales"))
+    seen = []
+    users_of = CatalogView.users_of
+
+    def looking(view: CatalogView, kind: type, name: str) -> list[str]:
+        seen.append(_rival_may_write(location))
+        return users_of(view, kind, name)
+
+    monkeypatch.setattr(CatalogView, "users_of", looking)
+    assert catalog.remove(TableEntry, "sales", unused=True) is not None
+    assert seen == [False]
+    assert _rival_may_write(location)
+
+
+def test_add_and_replace_run_their_check_inside_their_transaction(catalog, location):
+    catalog.add(entry("orders"))
+    seen = []
+
+    def check(view: CatalogView) -> None:
+        seen.append((_rival_may_write(location), [t.name for t in view.entries(TableEntry)]))
+
+    catalog.add(entry("sales"), check)
+    catalog.replace(entry("sales", comment="again"), check)
+    assert seen == [(False, ["orders"]), (False, ["orders", "sales"])]
+
+    def refuse(view: CatalogView) -> None:
+        raise LakeError("refused", "by the check")
+
+    with pytest.raises(LakeError, match="refused"):
+        catalog.add(entry("customers"), refuse)
+    with pytest.raises(LakeError, match="refused"):
+        catalog.replace(entry("sales", comment="third"), refuse)
+    assert [(t.name, t.comment) for t in catalog.entries(TableEntry)] == [
+        ("orders", None),
+        ("sales", "again"),
+    ]
 
 
 def merged(properties):

@@ -317,9 +317,9 @@ def test_drop_rules(lake: LakeSession) -> None:
     lake.sql("CREATE TABLE t (id BIGINT)")
     lake.sql("CREATE DYNAMIC TABLE a AS SELECT id FROM t")
     lake.sql("CREATE DYNAMIC TABLE b AS SELECT id FROM a")
-    with pytest.raises(LakeError, match="table t is read by dynamic table a"):
+    with pytest.raises(LakeError, match="table t is used by dynamic table a"):
         lake.sql("DROP TABLE t")
-    with pytest.raises(LakeError, match="dynamic table a is read by dynamic table b"):
+    with pytest.raises(LakeError, match="dynamic table a is used by dynamic table b"):
         lake.sql("DROP DYNAMIC TABLE a")
     with pytest.raises(LakeError, match="a is a dynamic table: only its refreshes write it"):
         lake.sql("INSERT INTO a VALUES (1)")

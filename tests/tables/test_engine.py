@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
 
+from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import delta_ref, history
 from lake_assets.core.errors import LakeError
 from lake_assets.session import LakeSession
@@ -15,6 +17,7 @@ from lake_assets.sql.grammar import StatementError
 from lake_assets.tables.entry import TableEntry
 from tests.ingest_helpers import SALES_ROWS as SEED_ROWS
 from tests.ingest_helpers import SALES_SOURCE as SEED_TABLE
+from tests.ingest_helpers import local_volume, refused
 
 
 def rows(lake: LakeSession, sql: str) -> list[tuple]:
@@ -274,3 +277,45 @@ def test_alter_key_errors_leave_the_key_as_it_was(lake: LakeSession) -> None:
         lake.sql("ALTER DYNAMIC TABLE t DROP PRIMARY KEY")
     assert str(raised.value) == "t is a table — alter its key with ALTER TABLE t"
     assert lake.catalog.get(TableEntry, "t").primary_key == ("a",)
+
+
+def test_a_table_a_pipe_loads_is_not_dropped_under_it(lake: LakeSession, tmp_path: Path) -> None:
+    local_volume(lake, tmp_path / "landing")
+    lake.sql("CREATE TABLE t (id INT); CREATE PIPE p AS COPY INTO t FROM VOLUME v USING CSV")
+    assert refused(lake, "DROP TABLE t") == "table t is used by pipe p — drop pipe p first"
+    assert refused(lake, "DROP TABLE IF EXISTS t").startswith("table t is used by pipe p")
+    assert Path(lake.catalog.get(TableEntry, "t").location).exists()
+    lake.sql("DROP PIPE p; DROP TABLE t")
+    assert lake.catalog.find(TableEntry, "t") is None
+
+
+def test_drop_table_sees_a_pipe_created_after_its_checks(
+    lake: LakeSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another session creates a pipe on the table once DROP has looked for users but before
+    its removal's transaction: the removal sees it, as it checks in its own transaction."""
+    local_volume(lake, tmp_path / "landing")
+    lake.sql("CREATE TABLE t (id INT)")
+    other = LakeSession(Catalog(lake.settings.catalog_path), lake.settings, lambda: lake.spark)
+    remove = Catalog.remove
+    rivals = ["CREATE PIPE p AS COPY INTO t FROM VOLUME v USING CSV"]
+
+    def rival_first(catalog: Catalog, *args: Any, **kwargs: Any) -> Any:
+        while rivals:
+            other.sql(rivals.pop())
+        return remove(catalog, *args, **kwargs)
+
+    monkeypatch.setattr(Catalog, "remove", rival_first)
+    assert refused(lake, "DROP TABLE t") == "table t is used by pipe p — drop pipe p first"
+    assert lake.catalog.find(TableEntry, "t") is not None
+
+
+def test_copy_into_or_refresh_of_a_stream_is_one_line(lake: LakeSession, tmp_path: Path) -> None:
+    local_volume(lake, tmp_path / "landing")
+    lake.sql("CREATE TABLE t (id INT); CREATE TABLE STREAM s ON TABLE t")
+    written = (
+        "s is a stream: it shows another table's changes and cannot be written — read it with "
+        "SELECT … FROM s, and write the table it reads (t) or a table of your own instead"
+    )
+    assert refused(lake, "COPY INTO s FROM VOLUME v USING CSV") == written
+    assert refused(lake, "REFRESH DYNAMIC TABLE s") == written

@@ -138,6 +138,11 @@ def test_create_show_desc_alter_and_drop(lake: LakeSession, sparkless: LakeSessi
     assert properties(sparkless, "DESC TASK k")["state"] == "SUSPENDED"
     assert message(sparkless, "ALTER TASK k RESUME") == "task k is STARTED"
 
+    # Nor is the table the tasks write.
+    assert refused(sparkless, "DROP TABLE tgt") == (
+        "table tgt is used by task by_hand — drop task by_hand first"
+    )
+
     # A stream is not dropped under a task that reads it; the task goes first.
     assert refused(sparkless, "DROP STREAM s") == ("stream s is used by task k — drop task k first")
     assert message(sparkless, "DROP TASK k") == "dropped task k"
@@ -363,3 +368,6 @@ def test_a_task_exports_a_stream_to_a_volume(lake: LakeSession, tmp_path: Path) 
     (exported,) = (volume / "out").glob("*.csv")
     assert sorted(exported.read_text().splitlines()) == ["1,a,1", "2,b,2"]
     assert executed(lake, "export")["state"] == "SKIPPED"
+    assert (
+        refused(lake, "DROP VOLUME v") == "volume v is used by task export — drop task export first"
+    )
