@@ -11,7 +11,14 @@ from dataclasses import dataclass
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, DecimalType, DoubleType, FloatType, StructType
+from pyspark.sql.types import (
+    DataType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    StructField,
+    StructType,
+)
 from sqlglot import exp
 
 from lake_assets.core.delta import delta_ref, quote_name
@@ -45,6 +52,7 @@ from lake_assets.dynamic_tables.plan import (
     rewrite,
     with_hidden,
 )
+from lake_assets.sql.types import same
 
 RECOMPUTE_KEYS = hidden("recompute")
 _CHANGED_ROWS = hidden("changed_rows")
@@ -79,14 +87,15 @@ def aggregate_merge(
 ) -> str:
     """Register the MERGE source that brings the affected groups up to date; return the MERGE."""
     keys = {key_column(position): visible[position] for position, _ in plan.keys}
+    types = {field.name: field.dataType for field in schema.fields}
     changes, argument_types = _group_changes(spark, plan, reads, list(keys))
     old = table_at(spark, location, version)
     old = old.select(*[col(c).alias(_old_name(c)) for c in old.columns]).alias("o")
-    joined = changes.join(
-        old,
-        on=[col(key).eqNullSafe(_old(name)) for key, name in keys.items()],
-        how="left",
-    )
+    matches = [
+        same(f"g.{quote_name(key)}", f"o.{quote_name(_old_name(name))}", types[name])
+        for key, name in keys.items()
+    ]
+    joined = changes.join(old, on=F.expr(" AND ".join(matches)), how="left")
     columns = [field.name for field in schema.fields]
     state = _new_state(plan, joined, schema, visible, argument_types)
     removed = state.filter((F.col(ROWS) == 0) & F.col(_EXISTED)).withColumn(OP, F.lit("D"))
@@ -97,10 +106,12 @@ def aggregate_merge(
     merge_columns = [*columns, OP]
     source = removed.select(*merge_columns).unionAll(updated.select(*merge_columns))
     if _may_recompute(plan, argument_types) and not to_recompute.isEmpty():
-        recomputed = _recomputed_groups(spark, plan, query, reads, columns)
+        key_types = {position: types[visible[position]] for position, _ in plan.keys}
+        recomputed = _recomputed_groups(spark, plan, query, reads, columns, key_types)
         source = source.unionAll(recomputed).localCheckpoint()
     source.createOrReplaceTempView(MERGE_SOURCE)
-    return _upsert_sql(location, columns, list(keys.values()))
+    key_fields = [field for field in schema.fields if field.name in keys.values()]
+    return _upsert_sql(location, columns, key_fields)
 
 
 def _group_changes(
@@ -151,23 +162,24 @@ def _recomputed_groups(
     query: exp.Expression,
     reads: dict[str, SourceRead],
     columns: list[str],
+    key_types: dict[int, DataType],
 ) -> DataFrame:
     """The groups no fold could follow, from the query itself, reading only their own rows."""
     sql = rewrite(
-        restricted(plan, with_hidden(plan, query), RECOMPUTE_KEYS),
+        restricted(plan, with_hidden(plan, query), RECOMPUTE_KEYS, key_types),
         lambda _, table: view_or_self(reads, table, "new"),
     )
     return spark.sql(sql).toDF(*columns).withColumn(OP, F.lit("U"))
 
 
-def _upsert_sql(location: str, columns: list[str], key_names: list[str]) -> str:
+def _upsert_sql(location: str, columns: list[str], key_fields: list[StructField]) -> str:
     """One MERGE both drops emptied groups and writes folded ones, so readers see one commit."""
     assignments = ", ".join(f"t.{quote_name(c)} = s.{quote_name(c)}" for c in columns)
     names = ", ".join(map(quote_name, columns))
     values = ", ".join(f"s.{quote_name(c)}" for c in columns)
     return (
         f"MERGE INTO {delta_ref(location)} AS t USING {MERGE_SOURCE} AS s "
-        f"ON {null_safe('t', 's', key_names)} "
+        f"ON {null_safe('t', 's', key_fields)} "
         f"WHEN MATCHED AND s.{OP} = 'D' THEN DELETE "
         f"WHEN MATCHED THEN UPDATE SET {assignments} "
         f"WHEN NOT MATCHED AND s.{OP} = 'U' THEN INSERT ({names}) VALUES ({values})"

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sqlglot import exp
 from sqlglot.tokens import TokenType
 
 from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
+from lake_assets.core.names import HIDDEN_PREFIX
 from lake_assets.sql.grammar import Grammar, ObjectWords, StatementParser, finished
 from lake_assets.sql.statements import Query, Statement
 from lake_assets.sql.tokens import TokenCursor
@@ -91,6 +93,7 @@ def parse_create_dynamic_table(cursor: TokenCursor, grammar: Grammar) -> Stateme
         else:
             cursor.fail("REFRESH INTERVAL, VCLUSTER, COMMENT or AS")
     query, text = grammar.query_after(cursor, f"dynamic table {name}", CREATE_DYNAMIC_TABLE)
+    _refuse_hidden_names(name, query.expression)
     names = [column.name.lower() for column in columns]
     if len(set(names)) != len(names):
         raise LakeError(
@@ -100,6 +103,19 @@ def parse_create_dynamic_table(cursor: TokenCursor, grammar: Grammar) -> Stateme
     return CreateDynamicTable(
         name, query, text, tuple(columns), interval, vcluster, comment, or_replace, if_not_exists
     )
+
+
+def _refuse_hidden_names(name: str, query: exp.Expression) -> None:
+    """A refresh wraps the query in columns, aliases and lambda variables of its own, all named
+    with the hidden prefix: a name of the query's with that prefix could be taken for one."""
+    for identifier in query.find_all(exp.Identifier):
+        if identifier.name.lower().startswith(HIDDEN_PREFIX):
+            raise LakeError(
+                f"the query of dynamic table {name} names {identifier.name}: names starting "
+                f"with {HIDDEN_PREFIX} are the lakehouse's own",
+                "pick another alias; a source column so named cannot be read by a dynamic "
+                "table: copy its table with the column renamed",
+            )
 
 
 def _column_list(cursor: TokenCursor) -> list[Column]:

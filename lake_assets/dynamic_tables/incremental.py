@@ -10,13 +10,14 @@ recomputed from the sources alone."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import reduce
 
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StructField, StructType
 from sqlglot import exp
 
 from lake_assets.core.delta import delta_ref, quote_name
@@ -28,6 +29,7 @@ from lake_assets.dynamic_tables.plan import (
     rewrite,
     with_hidden,
 )
+from lake_assets.sql.types import same
 
 MULT = hidden("mult")
 OP = hidden("op")
@@ -70,9 +72,19 @@ def _at(spark: SparkSession, read: SourceRead, version: int) -> DataFrame:
     return frame.select(*map(col, read.columns)) if read.columns else frame
 
 
-def net_changes(spark: SparkSession, read: SourceRead) -> DataFrame:
-    """The source's rows gained (+n) and lost (-n) since the last refresh, netted per row: a
-    row written and changed again in between never reaches the query (its CASTs may reject it)."""
+def free_name(name: str, taken: Iterable[str]) -> str:
+    """`name`, with underscores appended while a column of `taken` has it: a source's own
+    columns (from a file's schema, say) may use the hidden prefix too."""
+    lowered = {column.lower() for column in taken}
+    while name.lower() in lowered:
+        name += "_"
+    return name
+
+
+def net_changes(spark: SparkSession, read: SourceRead) -> tuple[DataFrame, str]:
+    """The source's rows gained (+n) and lost (-n) since the last refresh, netted per row, and
+    the name of the column holding n: a row written and changed again in between never reaches
+    the query (its CASTs may reject it)."""
     feed = (
         spark.read.format("delta")
         .option("readChangeFeed", "true")
@@ -81,19 +93,22 @@ def net_changes(spark: SparkSession, read: SourceRead) -> DataFrame:
         .load(read.location)
     )
     columns = list(read.columns or [c for c in feed.columns if c not in _CDF_COLUMNS])
+    multiplicity = free_name(MULT, columns)
     sign = F.when(F.col("_change_type").isin("insert", "update_postimage"), 1).otherwise(-1)
-    return (
-        feed.select(*map(col, columns), sign.alias(MULT))
+    net = (
+        feed.select(*map(col, columns), sign.alias(multiplicity))
         .groupBy(*map(col, columns))
-        .agg(F.sum(MULT).alias(MULT))
-        .filter(F.col(MULT) != 0)
+        .agg(F.sum(col(multiplicity)).alias(multiplicity))
+        .filter(col(multiplicity) != 0)
     )
+    return net, multiplicity
 
 
 def _copies(frame: DataFrame, count: SparkColumn, columns: list[str]) -> DataFrame:
     """Each row repeated `count` times (count ≥ 1)."""
-    copy = F.explode(F.sequence(F.lit(1), count)).alias(hidden("copy"))
-    return frame.select(*map(col, columns), copy).drop(hidden("copy"))
+    copy = free_name(hidden("copy"), columns)
+    repeated = F.explode(F.sequence(F.lit(1), count)).alias(copy)
+    return frame.select(*map(col, columns), repeated).drop(copy)
 
 
 def register_sources(spark: SparkSession, reads: list[SourceRead], changes: bool) -> None:
@@ -102,12 +117,13 @@ def register_sources(spark: SparkSession, reads: list[SourceRead], changes: bool
     for read in reads:
         _at(spark, read, read.version).createOrReplaceTempView(read.view("new"))
         if changes and read.changed:
-            net = net_changes(spark, read)
-            columns = [c for c in net.columns if c != MULT]
-            gained = net.filter(F.col(MULT) > 0)
-            lost = net.filter(F.col(MULT) < 0)
-            _copies(gained, F.col(MULT), columns).createOrReplaceTempView(read.view("pos"))
-            _copies(lost, -F.col(MULT), columns).createOrReplaceTempView(read.view("neg"))
+            net, multiplicity = net_changes(spark, read)
+            columns = [c for c in net.columns if c != multiplicity]
+            count = col(multiplicity)
+            gained = _copies(net.filter(count > 0), count, columns)
+            lost = _copies(net.filter(count < 0), -count, columns)
+            gained.createOrReplaceTempView(read.view("pos"))
+            lost.createOrReplaceTempView(read.view("neg"))
 
 
 def full_result(
@@ -168,9 +184,13 @@ def row_changes(
     return combined.groupBy(*map(col, names)).agg(F.sum(MULT).alias(MULT)).filter(F.col(MULT) != 0)
 
 
-def null_safe(left: str, right: str, columns: list[str]) -> str:
+def null_safe(left: str, right: str, fields: list[StructField]) -> str:
+    """Rows of `left` and `right` equal in `fields`, NULLs equal and maps compared by entries."""
     return (
-        " AND ".join(f"{left}.{quote_name(c)} <=> {right}.{quote_name(c)}" for c in columns)
+        " AND ".join(
+            same(f"{left}.{quote_name(f.name)}", f"{right}.{quote_name(f.name)}", f.dataType)
+            for f in fields
+        )
         or "TRUE"
     )
 
@@ -200,21 +220,14 @@ def projection_merge(
     if where is not None:
         current = current.where(where.sql())
     counts = (
-        current.join(
-            wanted.alias("l"),
-            on=[current[quote_name(c)].eqNullSafe(F.col(f"l.{quote_name(c)}")) for c in names],
-            how="left_semi",
-        )
+        current.alias("t")
+        .join(wanted.alias("l"), on=F.expr(null_safe("t", "l", schema.fields)), how="left_semi")
         .groupBy(*map(col, names))
         .agg(F.count(F.lit(1)).alias(hidden("have")))
     )
     kept = (
         lost.alias("l")
-        .join(
-            counts.alias("c"),
-            on=[F.col(f"l.{quote_name(c)}").eqNullSafe(F.col(f"c.{quote_name(c)}")) for c in names],
-            how="left",
-        )
+        .join(counts.alias("c"), on=F.expr(null_safe("l", "c", schema.fields)), how="left")
         .select(
             *[F.col(f"l.{quote_name(c)}").alias(c) for c in names],
             (F.coalesce(F.col(f"c.{hidden('have')}"), F.lit(0)) + F.col(f"l.{MULT}")).alias(MULT),
@@ -230,7 +243,7 @@ def projection_merge(
     pruned = f"{where.sql('t')} AND " if where is not None else ""
     return (
         f"MERGE INTO {delta_ref(location)} AS t USING {MERGE_SOURCE} AS s "
-        f"ON s.{OP} = 'D' AND {pruned}{null_safe('t', 's', names)} "
+        f"ON s.{OP} = 'D' AND {pruned}{null_safe('t', 's', schema.fields)} "
         f"WHEN MATCHED THEN DELETE "
         f"WHEN NOT MATCHED AND s.{OP} = 'I' THEN INSERT ({columns}) VALUES ({values})"
     )

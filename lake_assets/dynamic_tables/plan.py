@@ -6,12 +6,15 @@ MIN and MAX. Anything else is refreshed FULL, and the plan says why."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+import sqlglot
+from pyspark.sql.types import DataType
 from sqlglot import exp
 
 from lake_assets.core import names
+from lake_assets.sql.types import same
 
 PROJECTION, AGGREGATE = "PROJECTION", "AGGREGATE"
 COUNT_STAR, COUNT, COUNT_DISTINCT, SUM, AVG, MIN, MAX = (
@@ -363,12 +366,22 @@ def pre_aggregation(plan: Plan) -> exp.Select:
     return select
 
 
-def restricted(plan: Plan, query: exp.Expression, keys_view: str) -> exp.Expression:
-    """The (hidden-column) aggregate limited to the groups listed in `keys_view`."""
+def restricted(
+    plan: Plan, query: exp.Expression, keys_view: str, key_types: Mapping[int, DataType]
+) -> exp.Expression:
+    """The (hidden-column) aggregate limited to the groups listed in `keys_view`; `key_types`
+    (by position) say how each key compares (a MAP through its sorted entries)."""
     select = query.copy()
     alias = names.hidden("r")
     matches = [
-        exp.NullSafeEQ(this=exp.column(key_column(p), table=alias), expression=key.copy())
+        sqlglot.parse_one(
+            same(
+                exp.column(key_column(p), table=alias).sql(dialect="spark"),
+                key.sql(dialect="spark"),
+                key_types[p],
+            ),
+            dialect="spark",
+        )
         for p, key in plan.keys
     ]
     keys = exp.to_table(keys_view).as_(alias)
