@@ -35,6 +35,7 @@ from lake_assets.dynamic_tables.refresh import (
 )
 from lake_assets.sql.binding import referenced_tables
 from lake_assets.sql.statements import DescribeObject, DropObject
+from lake_assets.sql.types import type_text
 from lake_assets.streams.entry import StreamEntry
 from lake_assets.tables.engine import (
     create_delta_table,
@@ -96,7 +97,7 @@ def create_dynamic_table(session: LakeSession, stmt: CreateDynamicTable) -> Resu
     names = _column_names(stmt, [f.name for f in visible])
     comments = {c.name.lower(): c.comment for c in stmt.columns}
     columns = tuple(
-        Column(name, f.dataType.simpleString().upper(), comments.get(name.lower()))
+        Column(name, type_text(f.dataType), comments.get(name.lower()))
         for name, f in zip(names, visible, strict=True)
     )
     primary_key = _kept_key(stmt.name, previous, columns)
