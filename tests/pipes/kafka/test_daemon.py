@@ -29,7 +29,6 @@ from lake_assets.core.settings import LakeSettings
 from lake_assets.definitions import build_definitions
 from lake_assets.session import LakeSession
 from resources.kafka_broker import Broker, spawn_broker
-from resources.spark_server import free_port
 from tests import test_daemon
 from tests.kafka_server import Row, new_topic, produce
 from tests.pipes.kafka.test_kill import (
@@ -165,8 +164,9 @@ def test_a_broker_restarted_mid_stream_loses_nothing_and_loads_nothing_twice(
     lakehouse: Lakehouse, tmp_path: Path
 ) -> None:
     lake = lakehouse.lake
-    jars, data, log, port = lake.settings.jars_dir, tmp_path / "data", tmp_path / "log", free_port()
-    broker = spawn_broker(jars, data, log, port)
+    jars, data, log = lake.settings.jars_dir, tmp_path / "data", tmp_path / "log"
+    broker = spawn_broker(jars, data, log)  # on a port it picks again if it was taken meanwhile
+    port = int(broker.bootstrap.rsplit(":", 1)[1])  # its clients know it there: it restarts there
     try:
         topic = new_topic(broker.bootstrap)
         producer = Producer({"bootstrap.servers": broker.bootstrap})
