@@ -13,10 +13,15 @@ from resources.storage import is_visible
 from tests.ingest_helpers import local_volume, message, put, rows
 
 # Printable characters (letters and marks of any script, digits, punctuation, symbols, spaces),
-# Hadoop's glob characters and URI delimiters among them; never '/' or '\\' (path separators).
-_CHARACTERS = st.characters(categories=["L", "M", "N", "P", "S", "Zs"], exclude_characters="/\\")
-# Hidden, bookkeeping and half-written names are not data, by design.
-_NAMES = st.text(_CHARACTERS, min_size=1, max_size=12).filter(is_visible)
+# half of them Hadoop's glob characters, ':' and URI delimiters; never '/' or '\\' (separators).
+_CHARACTERS = st.sampled_from("*?[]{}:,#% ") | st.characters(
+    categories=["L", "M", "N", "P", "S", "Zs"], exclude_characters="/\\"
+)
+# Hidden, bookkeeping and half-written names are not data, by design; a volume path's outer
+# whitespace is trimmed (resources.storage.inside), so names here have none.
+_NAMES = st.text(_CHARACTERS, min_size=1, max_size=12).filter(
+    lambda name: is_visible(name) and name == name.strip()
+)
 
 
 @settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
