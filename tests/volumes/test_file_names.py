@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from lake_assets.session import LakeSession
@@ -26,6 +26,7 @@ _NAMES = st.text(_CHARACTERS, min_size=1, max_size=12).filter(
 
 @settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(names=st.lists(_NAMES, min_size=1, max_size=4, unique=True))
+@example(names=["x1", "x*", "x[1]", "a:b{1}"])  # a glob would read x1 thrice; ':' beside '{'
 def test_every_file_name_loads_exactly_once(
     lake: LakeSession, tmp_path: Path, names: list[str]
 ) -> None:
