@@ -127,7 +127,7 @@ def test_the_pipe_sensor_asks_for_one_run_per_batch_of_settled_files(
     assert observed.asset_key == AssetKey(["volume", "v"])
     assert {k: v.value for k, v in observed.metadata.items()} == {"files": 0, "bytes": 0}
 
-    a = put(home.volume, "a.csv", "1,a\n", seconds=-60)  # still being written
+    a = put(home.volume, "a.csv", "1,a\n", seconds=-3600)  # still being written
     waiting = tick(defs, instance)
     assert waiting.skip_reason.skip_message == "no new files"
     assert waiting.asset_events[0].metadata["files"].value == 1

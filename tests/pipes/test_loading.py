@@ -214,7 +214,7 @@ def test_bad_files_fail_alone_and_only_loaded_files_are_purged(
     put(volume, "empty.csv", "")
     for name in ("x.csv.tmp", "upload.csv.partial", ".hidden.csv", "_manifest.csv"):
         put(volume, name, "5,e\n")  # half-written, hidden and bookkeeping files are not data
-    growing = put(volume, "growing.csv", "6,f\n", seconds=-60)  # modified just now: still written
+    growing = put(volume, "growing.csv", "6,f\n", seconds=-3600)  # still being written
 
     assert message(lake, f"{COPY} PURGE = TRUE") == (
         "COPY: 2 files loaded (2 rows), 2 failed, 2 purged; t is at version 1"
