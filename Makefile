@@ -22,8 +22,11 @@ jars: install
 demo: jars
 	$(BIN)/python demo/seed_flow.py
 
+# Tests run in TEST_WORKERS processes, each with its own Spark session and servers.
+TEST_WORKERS ?= 3
+
 test: jars lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal
 
 lint: install
 	$(BIN)/ruff check .

@@ -225,7 +225,12 @@ def _consumed(number: int) -> AssetMaterialization:
 def test_materializing_a_task_runs_it_and_records_what_it_consumed(
     lake: LakeSession, instance: DagsterInstance
 ) -> None:
-    lake.sql(f"{SOURCE}; {CONSUMER}; INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+    # The task also reads a plain table, which DROP TABLE may take away (its target it may not).
+    lake.sql(
+        f"{SOURCE}; CREATE TABLE hidden (id INT); CREATE TASK consume WHEN STREAM_HAS_DATA('s') AS "
+        "INSERT INTO tgt SELECT id, name FROM s WHERE id NOT IN (SELECT id FROM hidden);"
+        "INSERT INTO t VALUES (1, 'a'), (2, 'b')"
+    )
     start = lake.catalog.get(StreamEntry, "s").offset
     end = start + 1
     entry = lake.catalog.get(TaskEntry, "consume")
@@ -255,12 +260,12 @@ def test_materializing_a_task_runs_it_and_records_what_it_consumed(
     assert (newest.state, newest.trigger) == ("SKIPPED", "STREAM")
 
     # A failing run fails the Dagster run, and history says why.
-    lake.sql("INSERT INTO t VALUES (3, 'c'); DROP TABLE tgt")
+    lake.sql("INSERT INTO t VALUES (3, 'c'); DROP TABLE hidden")
     failed = run(**{TRIGGER_TAG: AUTOMATIC})
     assert not failed.success
     newest = lake.catalog.task_history("consume")[0]
     assert (newest.state, newest.trigger) == ("FAILED", "STREAM")
-    assert newest.error_message.startswith("table tgt does not exist")
+    assert newest.error_message.startswith("table hidden does not exist")
     assert lake.catalog.get(StreamEntry, "s").offset == end
 
 

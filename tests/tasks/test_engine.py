@@ -252,25 +252,32 @@ def test_a_suspended_task_runs_only_by_hand(lake: LakeSession, sparkless: LakeSe
 def test_a_failed_run_moves_no_offset_and_the_next_retries_the_same_versions(
     lake: LakeSession,
 ) -> None:
-    lake.sql(f"{SOURCE}; {TARGET}; {CONSUMER}; INSERT INTO t VALUES (1, 'a', 1), (2, 'b', 2)")
+    lookup = "CREATE TABLE hidden (id INT)"
+    lake.sql(
+        f"{SOURCE}; {TARGET}; {lookup}; CREATE TASK k WHEN STREAM_HAS_DATA('s') AS "
+        "INSERT INTO tgt SELECT id, name, age FROM s WHERE id NOT IN (SELECT id FROM hidden);"
+        "INSERT INTO t VALUES (1, 'a', 1), (2, 'b', 2)"
+    )
     start, end = offset(lake), latest(lake, "t")
 
-    # The target is gone: the run fails with the catalog's error, and EXECUTE TASK raises it.
-    lake.sql("DROP TABLE tgt")
+    # A table the task reads is gone (its target cannot be dropped): the run fails with the
+    # catalog's error, and EXECUTE TASK raises it.
+    lake.sql("DROP TABLE hidden")
     assert refused(lake, "EXECUTE TASK k") == (
-        "task k failed: table tgt does not exist — check the name with SHOW TABLES or create it "
-        "with CREATE TABLE"
+        "task k failed: table hidden does not exist — check the name with SHOW TABLES or create "
+        "it with CREATE TABLE"
     )
     failed = history(lake)[0]
     assert (failed.state, failed.trigger, failed.rows_written) == ("FAILED", "MANUAL", None)
     assert failed.error_message == (
-        "table tgt does not exist — check the name with SHOW TABLES or create it with CREATE TABLE"
+        "table hidden does not exist — check the name with SHOW TABLES or create it with "
+        "CREATE TABLE"
     )
     assert offset(lake) == start
     assert lake.catalog.get(TaskEntry, "k").run is None
 
     # Fixed, the next run consumes exactly the versions the failed one did not.
-    lake.sql(TARGET)
+    lake.sql(lookup)
     ran = executed(lake)
     assert (ran["state"], ran["streams"], ran["rows_written"]) == (
         "SUCCEED",
