@@ -22,15 +22,17 @@ jars: install
 demo: jars
 	$(BIN)/python demo/seed_flow.py
 
-# Tests run in TEST_WORKERS processes, each with its own Spark session and servers.
+# Tests run in TEST_WORKERS processes, each with its own Spark session and servers, handed one
+# test at a time (the longest first: tests/conftest.py).
 TEST_WORKERS ?= 3
 
 test: jars lint
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist load --maxschedchunk 1
 
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 # Dagster UI and daemon on http://localhost:3000; runs use a warm Spark Connect server, and
 # `lake code-server` serves the definitions anew when the catalog changes (scripts/dev.py starts

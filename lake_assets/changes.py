@@ -20,8 +20,8 @@ def dagster_reporter(catalog: Catalog) -> Callable[[str], None] | None:
         return None
 
     def report(name: str) -> None:
-        entry = catalog.relation(name)
-        metadata = {"lake/changed_by": "lake sql"}
+        entry = catalog.stored(name)
+        metadata: dict[str, MetadataValue | str] = {"lake/changed_by": "lake sql"}
         if entry.version is not None:
             metadata["lake/version"] = MetadataValue.int(entry.version)
         if entry.row_count is not None:

@@ -15,8 +15,8 @@ from lake_assets.code_server import workspace_file
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
+from lake_assets.lake_session import LakeSession
 from lake_assets.output import FORMATS, write_result
-from lake_assets.session import LakeSession
 from lake_assets.sql.grammar import StatementError
 from resources import spark_cluster
 from resources.jvm import SPARK_JAR_SETS, check_java, fetch_jars

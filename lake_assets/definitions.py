@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import importlib
 
-from dagster import AssetSpec, Definitions, EnvVar, in_process_executor
+from dagster import AssetsDefinition, AssetSpec, Definitions, EnvVar, in_process_executor
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.settings import LakeSettings
 from lake_assets.kinds import KINDS
+from lake_assets.lake_session import LakeSession
 from resources.catalog import CatalogResource
 from resources.spark import DeltaSparkResource
 
@@ -17,7 +18,7 @@ def build_definitions(settings: LakeSettings) -> Definitions:
     """Read the catalog (no JVM) and merge each kind's definitions with the resources."""
     catalog = Catalog(settings.catalog_location)
     parts = [
-        importlib.import_module(kind.defs).build_defs(catalog, settings)
+        importlib.import_module(kind.defs).build_defs(catalog, settings, LakeSession)
         for kind in KINDS
         if kind.defs is not None
     ]
@@ -46,7 +47,7 @@ def _superseded_specs_dropped(parts: list[Definitions]) -> list[Definitions]:
         key
         for part in parts
         for asset in part.assets or ()
-        if not isinstance(asset, AssetSpec)
+        if isinstance(asset, AssetsDefinition)
         for key in asset.keys
     }
     return [

@@ -29,8 +29,8 @@ from lake_assets.core.results import Result
 from lake_assets.core.settings import LakeSettings
 from lake_assets.core.spark_errors import translate_spark_error
 from lake_assets.kinds import GRAMMAR
+from lake_assets.lake_session import LakeSession
 from lake_assets.output import write_result
-from lake_assets.session import LakeSession
 from lake_assets.sql.grammar import OVERWRITE
 from lake_assets.sql.statements import Query
 from lake_assets.sql.tokens import TokenCursor, tokenize
@@ -119,7 +119,7 @@ class SessionBuilder:
         )
         return Session(
             _lake(settings, lambda: resource.spark_session),
-            close=lambda: resource.teardown_after_execution(None),
+            close=resource.release,
         )
 
 
@@ -175,13 +175,15 @@ class Session:
         """A lone SELECT is a lazy frame (streams pinned now); any other script runs now, each
         statement its own transaction."""
         statements = GRAMMAR.parse_script(text)
-        if len(statements) == 1 and isinstance(statements[0], Query):
-            return self._query(statements[0])
+        if len(statements) == 1 and isinstance(query := statements[0], Query):
+            return self._query(query)
         return SqlResult(self.lake.sql(text))
 
     def table(self, name: str) -> LakeFrame:
         """A table's or dynamic table's visible columns, or a stream's rows pinned now."""
-        return self._query(GRAMMAR.parse(f"SELECT * FROM {quote_name(_object_name(name))}"))
+        query = GRAMMAR.parse(f"SELECT * FROM {quote_name(_object_name(name))}")
+        assert isinstance(query, Query), "SELECT * is a query"
+        return self._query(query)
 
     def create_dataframe(self, data: Any, schema: Any = None) -> LakeFrame:
         """PySpark's createDataFrame, as a frame that save_as_table can write."""

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 __all__ = list(_pyspark_functions)
 
 
-def broadcast(df: DataFrame | LakeFrame) -> DataFrame | LakeFrame:
+def broadcast(df: DataFrame | LakeFrame) -> DataFrame | LakeFrame:  # type: ignore[no-redef]
     """Mark a frame for a broadcast join; a LakeFrame stays one, keeping the streams it reads
     (PySpark's own broadcast would return a plain DataFrame)."""
     return df.hint("broadcast")

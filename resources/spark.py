@@ -194,6 +194,10 @@ class DeltaSparkResource(LazyPySparkResource):
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
         """A run's Connect session is released on the server; a local JVM ends with its process."""
+        self.release()
+
+    def release(self) -> None:
+        """Stop a Connect session (the Python API closes one this way, outside any run)."""
         if self.remote and self._spark_session is not None:
             self._spark_session.stop()
             self._spark_session = None

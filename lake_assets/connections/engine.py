@@ -14,10 +14,10 @@ from resources.secrets import seal, shown
 from resources.volumes import endpoint_url
 
 if TYPE_CHECKING:
-    from lake_assets.session import LakeSession
+    from lake_assets.core.kind import Context
 
 
-def create_connection(session: LakeSession, stmt: CreateConnection) -> Result:
+def create_connection(session: Context, stmt: CreateConnection) -> Result:
     """Refuses, before anything is stored, an endpoint or an `env:` variable the operator did
     not allow; using the connection checks them again (resources.volumes, resources.secrets)."""
     catalog, lake_home = session.catalog, session.settings.lake_home
@@ -39,7 +39,7 @@ def create_connection(session: LakeSession, stmt: CreateConnection) -> Result:
     return Result.status(f"created storage connection {stmt.name}")
 
 
-def describe_connection(session: LakeSession, stmt: DescribeObject) -> Result:
+def describe_connection(session: Context, stmt: DescribeObject) -> Result:
     entry = session.catalog.get(ConnectionEntry, stmt.name)
     return Result.properties(
         name=entry.name,
@@ -53,7 +53,7 @@ def describe_connection(session: LakeSession, stmt: DescribeObject) -> Result:
     )
 
 
-def show_connections(session: LakeSession) -> Result:
+def show_connections(session: Context) -> Result:
     return Result(
         ["name", "type", "endpoint", "created_at"],
         [

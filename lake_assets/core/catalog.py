@@ -25,6 +25,7 @@ from lake_assets.core.entries import (
     KafkaBatch,
     LoadRecord,
     RefreshRecord,
+    StoredRelation,
     TaskRunRecord,
     now_utc,
 )
@@ -250,7 +251,7 @@ class CatalogView:
             .where(_objects.c.namespace == kind.NAMESPACE, _objects.c.kind == kind.kind())
             .order_by(_objects.c.name)
         ).all()
-        return [_entry(row) for row in rows]
+        return [entry for row in rows if isinstance(entry := _entry(row), kind)]
 
     def users_of(self, kind: type[CatalogObject], name: str) -> list[str]:
         """The objects that name this one (`pipe p`, `task k`), as DROP refuses them."""
@@ -366,6 +367,13 @@ class Catalog:
             raise unknown_table(name)
         return found
 
+    def stored(self, name: str) -> StoredRelation:
+        """A relation with a Delta table of its own; a stream is refused in its own words."""
+        found = self.relation(name)
+        if not isinstance(found, StoredRelation):
+            raise found.mistaken_for(StoredRelation)
+        return found
+
     def relations(self) -> list[CatalogObject]:
         with self._reading() as conn:
             rows = conn.execute(
@@ -376,9 +384,9 @@ class Catalog:
     def relation_locations(self) -> dict[str, str]:
         """Location → name, so that errors can say a table's name instead of its path."""
         return {
-            location: entry.name
+            entry.location: entry.name
             for entry in self.relations()
-            if isinstance(location := getattr(entry, "location", None), str)
+            if isinstance(entry, StoredRelation)
         }
 
     def update(self, kind: type[T], name: str, change: Callable[[T], T]) -> T:

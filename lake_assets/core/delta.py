@@ -73,11 +73,11 @@ def session_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None
         try:
             yield
         finally:
-            for key, value in before.items():
-                if value is None:
+            for key, previous in before.items():
+                if previous is None:
                     spark.conf.unset(key)
                 else:
-                    spark.conf.set(key, value)
+                    spark.conf.set(key, previous)
 
 
 # MERGEs are SQL on these references, not delta-spark's DeltaTable.merge builder: over Spark
@@ -348,7 +348,7 @@ def row_count(spark: SparkSession, location: str, version: int) -> int:
         return counted
     return spark.sql(
         f"SELECT COUNT(*) FROM {delta_ref(location)} VERSION AS OF {int(version)}"
-    ).first()[0]
+    ).collect()[0][0]
 
 
 def _counted_rows(folder: Path, version: int) -> int | None:

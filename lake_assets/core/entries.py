@@ -51,7 +51,8 @@ class CatalogObject:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        CatalogObject.KINDS[cls.KIND or cls.NAMESPACE] = cls
+        if cls.kind():  # not a shared base such as StoredRelation
+            CatalogObject.KINDS[cls.kind()] = cls
 
     @classmethod
     def kind(cls) -> str:
@@ -87,6 +88,22 @@ class CatalogObject:
             f"{self.name} is a {self.LABEL}, not a {wanted.LABEL}",
             f"use the statements for a {self.LABEL}, or pick another name",
         )
+
+
+@dataclass(frozen=True)
+class StoredRelation(CatalogObject):
+    """A relation kept as a Delta table of its own (a table, a dynamic table), as statements that
+    read its files or declare its key need it; `primary_key` is declared for readers (changelog
+    exports), never enforced; its version and row count are catalog state."""
+
+    LABEL: ClassVar[str] = "table"
+    STATE: ClassVar[tuple[str, ...]] = ("version", "row_count")
+
+    location: str
+    columns: tuple[Column, ...]
+    primary_key: tuple[str, ...] = field(default=(), kw_only=True)
+    version: int | None = field(default=None, kw_only=True)
+    row_count: int | None = field(default=None, kw_only=True)
 
 
 def _decoded(hint: Any, value: Any) -> Any:

@@ -1,25 +1,90 @@
-"""What an object kind brings to the house: its SQL, the handlers of its statements, and its
-Dagster definitions. `lake_assets.kinds` lists the kinds; nothing else enumerates them."""
+"""What an object kind brings to the house (its SQL, the handlers of its statements, its Dagster
+definitions) and what its handlers are given (`Context`). `lake_assets.kinds` lists the kinds;
+nothing else enumerates them, and no kind imports the session that runs them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 
+from lake_assets.core.catalog import Catalog
 from lake_assets.core.results import Result
-from lake_assets.sql.grammar import ObjectWords, SourceParser, StatementParser
-from lake_assets.sql.statements import DescribeObject, DropObject
+from lake_assets.core.settings import LakeSettings
+from lake_assets.sql.grammar import Grammar, ObjectWords, SourceParser, StatementParser
+from lake_assets.sql.statements import DescribeObject, Dml, DropObject, Query, Statement
 
-if TYPE_CHECKING:
-    from lake_assets.core.catalog import Catalog
-    from lake_assets.session import LakeSession
-    from lake_assets.streams.entry import Claim
 
-Handler = Callable[["LakeSession", Any], Result]
-SourceReader = Callable[["LakeSession", Any], DataFrame]
+class Bound(Protocol):
+    """A statement bound to the catalog as Spark SQL, with the stream ranges it reads."""
+
+    @property
+    def sql(self) -> str: ...
+
+    @property
+    def reads(self) -> Sequence[object]:
+        """The stream ranges it reads (empty when it reads no stream)."""
+        ...
+
+    def consuming(
+        self, location: str, after: int, record: dict[str, Any]
+    ) -> AbstractContextManager[None]:
+        """A write to the table at `location` that commits `record`: the streams it read move
+        with it, and only with it."""
+        ...
+
+    def exporting(self, volume: str, path: str, tag: str) -> AbstractContextManager[None]:
+        """An export of the file `path` to `volume`: the streams it read move with it."""
+        ...
+
+
+class Context(Protocol):
+    """What every handler and engine is given: the lakehouse's catalog, settings and Spark, and
+    the session's own steps that statements share."""
+
+    @property
+    def catalog(self) -> Catalog: ...
+
+    @property
+    def settings(self) -> LakeSettings: ...
+
+    @property
+    def spark(self) -> SparkSession: ...
+
+    @property
+    def grammar(self) -> Grammar: ...
+
+    def warehouse_path(self, *parts: str) -> str:
+        """Where a new Delta table goes, each part one folder name inside the warehouse."""
+        ...
+
+    def committing(self, name: str, run: Callable[[], Result]) -> Result:
+        """Run a statement that may commit to the table `name`, so that its change is heard."""
+        ...
+
+    def bind(self, statement: Query | Dml) -> Bound: ...
+
+    def execute(self, statement: Statement) -> Result: ...
+
+
+class Sessions(Protocol):
+    """How a kind's Dagster definitions open a session for a run; `changed` hears each table
+    a statement committed to."""
+
+    def __call__(
+        self,
+        catalog: Catalog,
+        settings: LakeSettings,
+        spark: Callable[[], SparkSession],
+        changed: Callable[[str], None] | None = None,
+    ) -> Context: ...
+
+
+Handler = Callable[[Context, Any], Result]
+SourceReader = Callable[[Context, Any], DataFrame]
 
 
 @dataclass(frozen=True)
@@ -32,12 +97,9 @@ class Kind:
     sources: Mapping[str, SourceParser] = field(default_factory=dict)
     readers: Mapping[type, SourceReader] = field(default_factory=dict)
     words: ObjectWords | None = None
-    show: Callable[[LakeSession], Result] | None = None
-    describe: Callable[[LakeSession, DescribeObject], Result] | None = None
-    drop: Callable[[LakeSession, DropObject], Result] | None = None
-    # Whether a consuming write to an object of this kind landed, for a claim whose `landing`
-    # names the kind: how streams.offsets settles a dead writer's claim (tables': built in).
-    landed: Callable[[Catalog, Claim], bool] | None = None
-    # The module whose `build_defs(catalog, settings)` makes the kind's Dagster definitions;
-    # named, not imported, so that `lake sql` never imports Dagster.
+    show: Callable[[Context], Result] | None = None
+    describe: Callable[[Context, DescribeObject], Result] | None = None
+    drop: Callable[[Context, DropObject], Result] | None = None
+    # The module whose `build_defs(catalog, settings, sessions)` makes the kind's Dagster
+    # definitions; named, not imported, so that `lake sql` never imports Dagster.
     defs: str | None = None

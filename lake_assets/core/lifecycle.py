@@ -12,13 +12,13 @@ from lake_assets.core.results import Result
 from lake_assets.sql.statements import DropObject
 
 if TYPE_CHECKING:
-    from lake_assets.session import LakeSession
+    from lake_assets.core.kind import Context
 
 T = TypeVar("T", bound=CatalogObject)
 
 
 def name_taken(
-    session: LakeSession, kind: type[CatalogObject], name: str, if_not_exists: bool
+    session: Context, kind: type[CatalogObject], name: str, if_not_exists: bool
 ) -> Result | None:
     """CREATE's answer when the name is taken and IF NOT EXISTS says to do nothing, else None;
     an error when another object holds it."""
@@ -40,10 +40,10 @@ def name_taken(
 
 def drop_object(
     kind: type[T], cleanup: Callable[[T], None] | None = None
-) -> Callable[[LakeSession, DropObject], Result]:
+) -> Callable[[Context, DropObject], Result]:
     """The DROP handler of `kind`; `cleanup` removes what the object kept outside the catalog."""
 
-    def drop(session: LakeSession, stmt: DropObject) -> Result:
+    def drop(session: Context, stmt: DropObject) -> Result:
         entry = session.catalog.remove(kind, stmt.name, unused=True)
         if entry is None:
             if stmt.if_exists:
@@ -56,7 +56,7 @@ def drop_object(
     return drop
 
 
-def _not_found(session: LakeSession, kind: type[CatalogObject], name: str) -> LakeError:
+def _not_found(session: Context, kind: type[CatalogObject], name: str) -> LakeError:
     """Why DROP found no `kind` by that name: none at all, or another kind's object."""
     other = session.catalog.find_in(kind.NAMESPACE, name)
     return kind.unknown(name) if other is None else other.mistaken_for(kind)

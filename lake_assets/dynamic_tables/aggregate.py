@@ -78,7 +78,7 @@ def _may_recompute(plan: Plan, argument_types: dict[str, DataType]) -> bool:
 def aggregate_merge(
     spark: SparkSession,
     plan: Plan,
-    query: exp.Expression,
+    query: exp.Expr,
     reads: dict[str, SourceRead],
     location: str,
     version: int,
@@ -159,7 +159,7 @@ def _new_state(
 def _recomputed_groups(
     spark: SparkSession,
     plan: Plan,
-    query: exp.Expression,
+    query: exp.Expr,
     reads: dict[str, SourceRead],
     columns: list[str],
     key_types: dict[int, DataType],

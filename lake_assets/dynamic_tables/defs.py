@@ -21,6 +21,7 @@ from dagster import (
 
 from lake_assets.automation import AUTOMATION_INTERVAL_SECONDS, automation_sensor, refresh_cron
 from lake_assets.core.catalog import Catalog
+from lake_assets.core.kind import Sessions
 from lake_assets.core.names import AUTOMATION_SENSOR
 from lake_assets.core.settings import LakeSettings
 from lake_assets.core.states import RefreshMode, RefreshTrigger
@@ -136,7 +137,7 @@ def dynamic_table_asset(entry: DynamicTableEntry) -> AssetsDefinition:
     return refresh_dynamic_table
 
 
-def build_defs(catalog: Catalog, settings: LakeSettings) -> Definitions:
+def build_defs(catalog: Catalog, settings: LakeSettings, sessions: Sessions) -> Definitions:
     """Each dynamic table as an asset, and the sensor that evaluates their automation."""
     entries = catalog.entries(DynamicTableEntry)
     sensor = automation_sensor(

@@ -46,7 +46,7 @@ from lake_assets.tables.engine import (
 from lake_assets.tables.entry import TableEntry, declared_key
 
 if TYPE_CHECKING:
-    from lake_assets.session import LakeSession
+    from lake_assets.core.kind import Context
 
 # Delta refuses these characters in column names (without column mapping).
 _BAD_COLUMN_NAME = re.compile(r"[ ,;{}()\n\t=]")
@@ -55,7 +55,7 @@ _BAD_COLUMN_NAME = re.compile(r"[ ,;{}()\n\t=]")
 # CREATE / DROP / ALTER
 
 
-def create_dynamic_table(session: LakeSession, stmt: CreateDynamicTable) -> Result:
+def create_dynamic_table(session: Context, stmt: CreateDynamicTable) -> Result:
     spark, catalog = session.spark, session.catalog
     previous = catalog.find(DynamicTableEntry, stmt.name) if stmt.or_replace else None
     if previous is None and (
@@ -80,12 +80,13 @@ def create_dynamic_table(session: LakeSession, stmt: CreateDynamicTable) -> Resu
             "sources' changes itself",
             "read the stream's source table instead",
         )
+    stored = {name: catalog.stored(name) for name in sources}
     # Checked now, before any Spark work, and again as the entry is written (below).
     _refuse_cycle(catalog.entries(DynamicTableEntry), stmt.name, sources)
     plan = classify(stmt.query.expression)
     reads = [
         source_read(spark, name, relation, None, index)
-        for index, (name, relation) in enumerate(relations.items())
+        for index, (name, relation) in enumerate(stored.items())
     ]
     register_sources(spark, reads, changes=False)
     by_name = {read.name: read for read in reads}
@@ -101,7 +102,7 @@ def create_dynamic_table(session: LakeSession, stmt: CreateDynamicTable) -> Resu
         for name, f in zip(names, visible, strict=True)
     )
     primary_key = _kept_key(stmt.name, previous, columns)
-    for name, relation in relations.items():
+    for name, relation in stored.items():
         if isinstance(relation, TableEntry) and not relation.change_tracking:
             enable_change_tracking(spark, catalog, name)
     location = session.warehouse_path(f"{stmt.name}-{uuid.uuid4().hex[:12]}")
@@ -120,9 +121,9 @@ def create_dynamic_table(session: LakeSession, stmt: CreateDynamicTable) -> Resu
     entry = DynamicTableEntry(
         stmt.name,
         location,
+        columns,
         stmt.query_text,
         sources,
-        columns,
         plan.hidden,
         stmt.comment,
         stmt.refresh_interval_seconds,
@@ -261,7 +262,7 @@ def _path_to(
     return None
 
 
-def drop_dynamic_table(session: LakeSession, stmt: DropObject) -> Result:
+def drop_dynamic_table(session: Context, stmt: DropObject) -> Result:
     catalog = session.catalog
     if catalog.find(DynamicTableEntry, stmt.name) is None and stmt.if_exists:
         return Result.status(f"dynamic table {stmt.name} does not exist; nothing to do")
@@ -272,14 +273,14 @@ def drop_dynamic_table(session: LakeSession, stmt: DropObject) -> Result:
     return Result.status(f"dropped dynamic table {stmt.name}")
 
 
-def refresh_dynamic_table(session: LakeSession, stmt: RefreshDynamicTable) -> Result:
+def refresh_dynamic_table(session: Context, stmt: RefreshDynamicTable) -> Result:
     return session.committing(
         stmt.name,
         lambda: Result.status(refresh(session.spark, session.catalog, stmt.name).summary()),
     )
 
 
-def alter_dynamic_table(session: LakeSession, stmt: AlterDynamicTable) -> Result:
+def alter_dynamic_table(session: Context, stmt: AlterDynamicTable) -> Result:
     session.catalog.update(
         DynamicTableEntry, stmt.name, lambda entry: replace(entry, suspended=stmt.suspended)
     )
@@ -287,14 +288,14 @@ def alter_dynamic_table(session: LakeSession, stmt: AlterDynamicTable) -> Result
     return Result.status(f"dynamic table {stmt.name} is {state}")
 
 
-def alter_primary_key(session: LakeSession, stmt: AlterDynamicTablePrimaryKey) -> Result:
+def alter_primary_key(session: Context, stmt: AlterDynamicTablePrimaryKey) -> Result:
     return set_primary_key(session.catalog, DynamicTableEntry, stmt.name, stmt.primary_key)
 
 
 # SHOW / DESC / history: catalog only, no Spark
 
 
-def show_dynamic_tables(session: LakeSession) -> Result:
+def show_dynamic_tables(session: Context) -> Result:
     catalog = session.catalog
     rows = []
     for entry in catalog.entries(DynamicTableEntry):
@@ -355,7 +356,7 @@ def next_mode(catalog: Catalog, entry: DynamicTableEntry) -> tuple[str, str | No
     return RefreshMode.INCREMENTAL, None
 
 
-def describe_dynamic_table(session: LakeSession, stmt: DescribeObject) -> Result:
+def describe_dynamic_table(session: Context, stmt: DescribeObject) -> Result:
     catalog = session.catalog
     entry = catalog.get(DynamicTableEntry, stmt.name)
     last = _last(catalog, entry.name)
@@ -392,7 +393,7 @@ HISTORY_COLUMNS = [
 ]  # fmt: skip
 
 
-def show_refresh_history(session: LakeSession, stmt: ShowRefreshHistory) -> Result:
+def show_refresh_history(session: Context, stmt: ShowRefreshHistory) -> Result:
     catalog = session.catalog
     if stmt.name is not None:
         catalog.get(DynamicTableEntry, stmt.name)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from lake_assets.core.entries import RELATION, CatalogObject, Column
+from lake_assets.core.entries import RELATION, CatalogObject, StoredRelation
 from lake_assets.core.errors import LakeError
 
 
 @dataclass(frozen=True)
-class DynamicTableEntry(CatalogObject):
+class DynamicTableEntry(StoredRelation):
     """A Delta table kept equal to its query; `hidden` columns hold aggregate state (not shown);
     `primary_key` is declared for readers (changelog exports), never enforced on refreshes."""
 
@@ -20,20 +20,14 @@ class DynamicTableEntry(CatalogObject):
     SHOW: ClassVar[str] = "SHOW DYNAMIC TABLES"
     CREATE: ClassVar[str] = "CREATE DYNAMIC TABLE"
     REFERENCES: ClassVar[dict[str, str]] = {"sources": RELATION}
-    STATE: ClassVar[tuple[str, ...]] = ("version", "row_count")
 
-    location: str
     query: str
     sources: tuple[str, ...]
-    columns: tuple[Column, ...]
     hidden: tuple[str, ...] = ()
     comment: str | None = None
     refresh_interval_seconds: int | None = None
     vcluster: str | None = None
     suspended: bool = False
-    primary_key: tuple[str, ...] = ()
-    version: int | None = None
-    row_count: int | None = None
 
     def mistaken_for(self, wanted: type[CatalogObject]) -> LakeError:
         return LakeError(

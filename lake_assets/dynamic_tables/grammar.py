@@ -105,7 +105,7 @@ def parse_create_dynamic_table(cursor: TokenCursor, grammar: Grammar) -> Stateme
     )
 
 
-def _refuse_hidden_names(name: str, query: exp.Expression) -> None:
+def _refuse_hidden_names(name: str, query: exp.Expr) -> None:
     """A refresh wraps the query in columns, aliases and lambda variables of its own, all named
     with the hidden prefix: a name of the query's with that prefix could be taken for one."""
     for identifier in query.find_all(exp.Identifier):

@@ -129,7 +129,7 @@ def register_sources(spark: SparkSession, reads: list[SourceRead], changes: bool
 def full_result(
     spark: SparkSession,
     plan: Plan,
-    query: exp.Expression,
+    query: exp.Expr,
     reads: dict[str, SourceRead],
     names: list[str],
 ) -> DataFrame:

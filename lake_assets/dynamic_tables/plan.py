@@ -53,7 +53,7 @@ class Aggregate:
 
     kind: str
     position: int
-    argument: exp.Expression | None
+    argument: exp.Expr | None
 
     @property
     def nn(self) -> str:
@@ -65,10 +65,10 @@ class Aggregate:
         """Hidden column: the group's SUM of the argument (AVG needs it)."""
         return names.hidden(f"sum_{self.position}")
 
-    def hidden(self) -> list[tuple[str, exp.Expression]]:
+    def hidden(self) -> list[tuple[str, exp.Expr]]:
         """Hidden state columns with the aggregate that computes each in a full refresh."""
         if self.kind in (SUM, AVG) and self.argument is not None:
-            columns = [(self.nn, exp.Count(this=self.argument.copy()))]
+            columns: list[tuple[str, exp.Expr]] = [(self.nn, exp.Count(this=self.argument.copy()))]
             if self.kind == AVG:
                 columns.append((self.sum, exp.Sum(this=self.argument.copy())))
             return columns
@@ -82,7 +82,7 @@ class Plan:
     shape: str | None
     reason: str | None
     branches: tuple[exp.Select, ...] = ()
-    keys: tuple[tuple[int, exp.Expression], ...] = ()
+    keys: tuple[tuple[int, exp.Expr], ...] = ()
     aggregates: tuple[Aggregate, ...] = ()
 
     @property
@@ -97,7 +97,7 @@ def _full(reason: str) -> Plan:
     return Plan(None, reason)
 
 
-def classify(query: exp.Expression) -> Plan:
+def classify(query: exp.Expr) -> Plan:
     """The incremental plan of a query, or a FULL plan that says why."""
     if query.args.get("with_") or query.args.get("with"):
         return _full("WITH clauses are refreshed in full")
@@ -123,7 +123,7 @@ def classify(query: exp.Expression) -> Plan:
     return Plan(PROJECTION, None, (query,))
 
 
-def _union_branches(query: exp.Expression, branches: list[exp.Select]) -> str | None:
+def _union_branches(query: exp.Expr, branches: list[exp.Select]) -> str | None:
     if isinstance(query, exp.Union):
         if query.args.get("distinct"):
             return "UNION without ALL removes duplicates and is refreshed in full"
@@ -194,7 +194,7 @@ def _from_problem(select: exp.Select) -> str | None:
     return None
 
 
-def _relation_problem(relation: exp.Expression) -> str | None:
+def _relation_problem(relation: exp.Expr) -> str | None:
     """A change feed belongs to one table, read whole at its latest version."""
     if not isinstance(relation, exp.Table) or not isinstance(relation.this, exp.Identifier):
         return "a FROM item that is not a table is refreshed in full"
@@ -231,7 +231,7 @@ def _aggregate_plan(select: exp.Select) -> Plan:
     if isinstance(select_list, str):
         return _full(select_list)
     keys, aggregates = select_list
-    problem = _group_by_problem(select, group, items, keys)
+    problem = _group_by_problem(select, items, keys)
     if problem:
         return _full(problem)
     return Plan(AGGREGATE, None, (select,), tuple(keys), tuple(aggregates))
@@ -247,10 +247,10 @@ def _grouping_problem(group: exp.Group | None) -> str | None:
 
 
 def _select_list(
-    items: list[exp.Expression],
-) -> tuple[list[tuple[int, exp.Expression]], list[Aggregate]] | str:
+    items: list[exp.Expr],
+) -> tuple[list[tuple[int, exp.Expr]], list[Aggregate]] | str:
     """Keys and aggregates are maintained differently, so every item must be plainly one of them."""
-    keys: list[tuple[int, exp.Expression]] = []
+    keys: list[tuple[int, exp.Expr]] = []
     aggregates: list[Aggregate] = []
     for position, item in enumerate(items):
         if isinstance(item, exp.AggFunc):
@@ -267,13 +267,13 @@ def _select_list(
 
 def _group_by_problem(
     select: exp.Select,
-    group: exp.Group,
-    items: list[exp.Expression],
-    keys: list[tuple[int, exp.Expression]],
+    items: list[exp.Expr],
+    keys: list[tuple[int, exp.Expr]],
 ) -> str | None:
     """The table's rows are matched to their groups by the selected keys, one per GROUP BY."""
     selected = {item.sql(dialect="spark") for _, item in keys}
     aliases = {item.alias_or_name.lower() for item in select.expressions}
+    group = select.args["group"]
     for expression in group.expressions:
         if not _is_selected(expression, items, selected, aliases):
             return (
@@ -286,7 +286,7 @@ def _group_by_problem(
 
 
 def _is_selected(
-    expression: exp.Expression, items: list[exp.Expression], selected: set[str], aliases: set[str]
+    expression: exp.Expr, items: list[exp.Expr], selected: set[str], aliases: set[str]
 ) -> bool:
     """GROUP BY may name a selected key by its ordinal, by its alias or by repeating it."""
     if isinstance(expression, exp.Literal) and expression.is_int:
@@ -317,12 +317,12 @@ def _aggregate(item: exp.AggFunc, position: int) -> Aggregate | str:
     return Aggregate(kind, position, argument)
 
 
-def references(select: exp.Expression) -> list[exp.Table]:
+def references(select: exp.Expr) -> list[exp.Table]:
     """The table references of a query, in one fixed order."""
     return [t for t in select.find_all(exp.Table) if isinstance(t.this, exp.Identifier)]
 
 
-def rewrite(query: exp.Expression, relation: Callable[[int, str], str]) -> str:
+def rewrite(query: exp.Expr, relation: Callable[[int, str], str]) -> str:
     """Spark SQL with reference i (of table `name`) read from the view `relation(i, name)`."""
     copy = query.copy()
     for index, table in enumerate(references(copy)):
@@ -334,9 +334,9 @@ def rewrite(query: exp.Expression, relation: Callable[[int, str], str]) -> str:
     return copy.sql(dialect="spark")
 
 
-def with_hidden(plan: Plan, query: exp.Expression) -> exp.Expression:
+def with_hidden(plan: Plan, query: exp.Expr) -> exp.Expr:
     """The query with the hidden state columns appended (aggregates only)."""
-    if plan.shape != AGGREGATE:
+    if plan.shape != AGGREGATE or not isinstance(query, exp.Select):
         return query
     select = query.copy()
     extra = [exp.alias_(exp.Count(this=exp.Star()), ROWS)]
@@ -367,11 +367,12 @@ def pre_aggregation(plan: Plan) -> exp.Select:
 
 
 def restricted(
-    plan: Plan, query: exp.Expression, keys_view: str, key_types: Mapping[int, DataType]
-) -> exp.Expression:
+    plan: Plan, query: exp.Expr, keys_view: str, key_types: Mapping[int, DataType]
+) -> exp.Expr:
     """The (hidden-column) aggregate limited to the groups listed in `keys_view`; `key_types`
     (by position) say how each key compares (a MAP through its sorted entries)."""
     select = query.copy()
+    assert isinstance(select, exp.Select), "an aggregate plan is one SELECT"
     alias = names.hidden("r")
     matches = [
         sqlglot.parse_one(

@@ -64,7 +64,7 @@ def ranges(changed: DataFrame, fields: list[StructField]) -> Ranges | None:
     ordinal = F.unix_date(value) if isinstance(field.dataType, DateType) else value.cast("double")
     low, high, nulls = changed.agg(
         F.min(ordinal), F.max(ordinal), F.max(value.isNull().cast("int"))
-    ).first()
+    ).collect()[0]
     if low is None:
         return Ranges(field.name, field.dataType, (), bool(nulls))
     width = (high - low) / _BUCKETS or 1.0

@@ -67,7 +67,7 @@ from lake_assets.volumes.entry import VolumeEntry
 from lake_assets.volumes.files import file_name, put_single, staged, staged_parquet, store_of
 
 if TYPE_CHECKING:
-    from lake_assets.session import LakeSession
+    from lake_assets.core.kind import Context
 
 Source = TableEntry | DynamicTableEntry
 T = TypeVar("T")
@@ -191,7 +191,7 @@ def _key_columns(source: Source, key: Iterable[str]) -> tuple[list[Column], list
     return keys, [column for column in source.columns if column not in keys]
 
 
-def _ensure_table(session: LakeSession, name: str, columns: Iterable[Column], use: str) -> None:
+def _ensure_table(session: Context, name: str, columns: Iterable[Column], use: str) -> None:
     """Create table `name` with `columns`, or check that the one there has them."""
     wanted = [(c.name.lower(), c.type.lower()) for c in columns]
     existing = session.catalog.find_relation(name)
@@ -207,16 +207,16 @@ def _ensure_table(session: LakeSession, name: str, columns: Iterable[Column], us
         )
 
 
-def create_export(session: LakeSession, stmt: CreateExport) -> Result:
+def create_export(session: Context, stmt: CreateExport) -> Result:
     catalog = session.catalog
     if taken := name_taken(session, ExportEntry, stmt.name, stmt.if_not_exists):
         return taken
     source = _source(catalog, stmt.source)
     keys, _ = _key_columns(source, source.primary_key)
-    taken = [column.name for column in keys if column.name.lower() in RECORD_NAMES]
-    if taken:
+    clashing = [column.name for column in keys if column.name.lower() in RECORD_NAMES]
+    if clashing:
         raise LakeError(
-            f"changelog export {stmt.name}: key column {taken[0]} of {source.name} has the name "
+            f"changelog export {stmt.name}: key column {clashing[0]} of {source.name} has the name "
             "of a record column, which its records could not hold beside it",
             f"export a table whose key columns are not named {', '.join(RECORD_NAMES)}",
         )
@@ -253,11 +253,11 @@ def create_export(session: LakeSession, stmt: CreateExport) -> Result:
     return Result.status(f"created changelog export {stmt.name}")
 
 
-def export_changelog(session: LakeSession, stmt: ExportChangelog) -> Result:
+def export_changelog(session: Context, stmt: ExportChangelog) -> Result:
     return export_range(session, stmt.name, stmt.range).result()
 
 
-def export_range(session: LakeSession, name: str, window: TimeRange) -> Outcome:
+def export_range(session: Context, name: str, window: TimeRange) -> Outcome:
     """Export the range's records (the one way Dagster's partitions and EXPORT CHANGELOG do)."""
     catalog, spark = session.catalog, session.spark
     export = catalog.get(ExportEntry, name)
@@ -317,7 +317,8 @@ def _scan(
             "history longer (Delta's delta.logRetentionDuration)",
         )
     commits: list[tuple[int, int]] = []
-    read, last, complete, changed = 0, begin - 1, False, 0
+    read, last, complete = 0, begin - 1, False
+    changed: int | None = 0
     for commit in commits_from(spark, source.location, begin):
         read += 1
         millis = _millis(commit)
@@ -354,11 +355,13 @@ def _changes_data(location: str, commit: Commit) -> bool:
 
 
 def _schema(columns: Iterable[Column]) -> StructType:
-    return StructType.fromDDL(", ".join(f"`{c.name}` {c.type}" for c in columns))
+    schema = StructType.fromDDL(", ".join(f"`{c.name}` {c.type}" for c in columns))
+    assert isinstance(schema, StructType), "a list of columns is a struct"
+    return schema
 
 
 def _to_table(
-    session: LakeSession, export: ExportEntry, window: TimeRange, records: Records
+    session: Context, export: ExportEntry, window: TimeRange, records: Records
 ) -> dict[str, int]:
     """Replace the range's records in the export's table in one commit."""
     assert export.to_table is not None
@@ -412,7 +415,7 @@ def _op_counts(records: pa.Table) -> dict[str, int]:
 
 
 def _to_volume(
-    session: LakeSession, export: ExportEntry, window: TimeRange, records: Records
+    session: Context, export: ExportEntry, window: TimeRange, records: Records
 ) -> dict[str, int]:
     """Put the range's records as one file, `[SUBDIRECTORY/]<range>/changelog.<ext>`, which
     replaces the one an earlier export of the range put there."""
@@ -491,7 +494,7 @@ def _explained(export: ExportEntry, error: Exception) -> BaseException:
     return error
 
 
-def show_exports(session: LakeSession) -> Result:
+def show_exports(session: Context) -> Result:
     return Result(
         ["name", "source", "target", "status_table", "sequence_info", "comment", "created_at"],
         [
@@ -501,7 +504,7 @@ def show_exports(session: LakeSession) -> Result:
     )
 
 
-def describe_export(session: LakeSession, stmt: DescribeObject) -> Result:
+def describe_export(session: Context, stmt: DescribeObject) -> Result:
     export = session.catalog.get(ExportEntry, stmt.name)
     rows = [
         ("name", export.name),
@@ -518,7 +521,7 @@ def describe_export(session: LakeSession, stmt: DescribeObject) -> Result:
     return Result(["property", "value"], rows)
 
 
-def drop_export(session: LakeSession, stmt: DropObject) -> Result:
+def drop_export(session: Context, stmt: DropObject) -> Result:
     """DROP CHANGELOG EXPORT; its rows leave the status table, so a new export of the name
     starts afresh. Its records stay where they were written."""
 

@@ -31,6 +31,7 @@ from dagster import (
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.errors import LakeError
+from lake_assets.core.kind import Sessions
 from lake_assets.core.settings import LakeSettings
 from lake_assets.core.states import IngestMode, LoadStatus, PipeKind
 from lake_assets.pipes.engine import ingest, pipe_copy
@@ -40,7 +41,6 @@ from lake_assets.pipes.kafka.sensor import kafka_pipe_sensor
 from lake_assets.pipes.kafka.topics import topic_key, topic_spec
 from lake_assets.pipes.loading import LoadOutcome
 from lake_assets.pipes.sensors import event_pipe_sensor, pipe_sensor
-from lake_assets.session import LakeSession
 from lake_assets.tables.defs import TABLES_GROUP, table_metadata
 from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes.defs import volume_files, volume_key, volume_observation
@@ -106,7 +106,7 @@ class Loads:
     batches: list[BatchOutcome] = field(default_factory=list)
 
 
-def load_op(table: TableEntry, pipes: list[PipeEntry]) -> OpDefinition:
+def load_op(table: TableEntry, pipes: list[PipeEntry], sessions: Sessions) -> OpDefinition:
     """Loads the running pipes' pending files and batches (a commit per pipe), then observes
     the volumes."""
     ins = dict.fromkeys(_upstream(pipes), In(Nothing))
@@ -132,7 +132,7 @@ def load_op(table: TableEntry, pipes: list[PipeEntry]) -> OpDefinition:
             and not current.paused
             and not current.invalid_reason
         ]
-        session = LakeSession(lake, catalog.settings, lambda: spark.spark_session)
+        session = sessions(lake, catalog.settings, lambda: spark.spark_session)
         loads = Loads()
         for pipe in running:
             if pipe.pipe_kind is PipeKind.KAFKA:
@@ -229,12 +229,14 @@ def report_op(table: TableEntry, checks: list[AssetCheckSpec]) -> OpDefinition:
     return report
 
 
-def ingestion_asset(table: TableEntry, pipes: list[PipeEntry]) -> AssetsDefinition:
+def ingestion_asset(
+    table: TableEntry, pipes: list[PipeEntry], sessions: Sessions
+) -> AssetsDefinition:
     """The table, materialized by loading its running pipes' pending files and batches. Two
     steps: Dagster reads the volumes' data versions when the materializing step starts, so that
     step comes after the load has observed them."""
     checks = _checks(table, pipes)
-    load, report = load_op(table, pipes), report_op(table, checks)
+    load, report = load_op(table, pipes, sessions), report_op(table, checks)
     names = [table.name, *(check.get_python_identifier() for check in checks)]
 
     @graph_multi_asset(
@@ -293,7 +295,7 @@ def batch_metadata(batches: list[BatchOutcome]) -> dict[str, Any]:
     }
 
 
-def build_defs(catalog: Catalog, settings: LakeSettings) -> Definitions:
+def build_defs(catalog: Catalog, settings: LakeSettings, sessions: Sessions) -> Definitions:
     """Per table fed by pipes: its ingestion asset and job, and one sensor per pipe; each Kafka
     pipe's topic as an external asset."""
     pipes_by_table: dict[str, list[PipeEntry]] = defaultdict(list)
@@ -308,7 +310,7 @@ def build_defs(catalog: Catalog, settings: LakeSettings) -> Definitions:
         pipes = pipes_by_table.get(table.name)
         if not pipes:
             continue
-        assets.append(ingestion_asset(table, pipes))
+        assets.append(ingestion_asset(table, pipes, sessions))
         job = ingestion_job(table.name)
         jobs.append(job)
         sensors += [_sensor_of(pipe)(pipe, job, settings) for pipe in pipes]

@@ -35,7 +35,7 @@ from lake_assets.volumes.files import in_scope, named_files, source_files, store
 from resources.storage import FileInfo, VolumeStore, split_location
 
 if TYPE_CHECKING:
-    from lake_assets.session import LakeSession
+    from lake_assets.core.kind import Context
 
 
 def pipe_copy(pipe: PipeEntry) -> CopyIntoTable:
@@ -81,7 +81,7 @@ def purge(
     return [info.relative_path for info in done]
 
 
-def copy_into_table(session: LakeSession, copy: CopyIntoTable) -> Result:
+def copy_into_table(session: Context, copy: CopyIntoTable) -> Result:
     return session.committing(
         copy.table,
         lambda: Result.status(
@@ -90,7 +90,7 @@ def copy_into_table(session: LakeSession, copy: CopyIntoTable) -> Result:
     )
 
 
-def alter_pipe(session: LakeSession, stmt: AlterPipe) -> Result:
+def alter_pipe(session: Context, stmt: AlterPipe) -> Result:
     pipe = session.catalog.get(PipeEntry, stmt.name)
     if stmt.refresh and pipe.pipe_kind is PipeKind.KAFKA:
         # A stopped pipe is tried again: the reason comes back if its cause is still there.
@@ -107,7 +107,7 @@ def alter_pipe(session: LakeSession, stmt: AlterPipe) -> Result:
     return Result.status(f"pipe {pipe.name} is {state}")
 
 
-def create_pipe(session: LakeSession, stmt: CreatePipe) -> Result:
+def create_pipe(session: Context, stmt: CreatePipe) -> Result:
     catalog, settings = session.catalog, session.settings
     if taken := name_taken(session, PipeEntry, stmt.name, stmt.if_not_exists):
         return taken
@@ -127,7 +127,7 @@ def create_pipe(session: LakeSession, stmt: CreatePipe) -> Result:
             "give each pipe its own volume (a separate subdirectory)",
         )
     if stmt.ingest_mode == IngestMode.EVENT_NOTIFICATION:
-        _check_notification(stmt, volume)
+        _check_notification(stmt.name, stmt.copy, volume)
     store_of(catalog, settings, volume)
     catalog.add(
         PipeEntry(
@@ -155,10 +155,10 @@ def create_pipe(session: LakeSession, stmt: CreatePipe) -> Result:
     )
 
 
-def _check_notification(stmt: CreatePipe, volume: VolumeEntry) -> None:
+def _check_notification(name: str, copy: CopyIntoTable, volume: VolumeEntry) -> None:
     """EVENT_NOTIFICATION needs an S3 volume whose events go to an SQS queue; it keeps files."""
-    mode = f"pipe {stmt.name}: INGEST_MODE = 'EVENT_NOTIFICATION'"
-    if stmt.copy.purge:
+    mode = f"pipe {name}: INGEST_MODE = 'EVENT_NOTIFICATION'"
+    if copy.purge:
         raise LakeError(
             f"{mode} keeps the source files, so PURGE = TRUE cannot apply",
             "drop PURGE = TRUE, or use INGEST_MODE = 'LIST_PURGE' to delete loaded files",
@@ -210,7 +210,7 @@ def invalid_reason(catalog: Catalog, pipe: PipeEntry) -> str | None:
     return None
 
 
-def describe_pipe(session: LakeSession, stmt: DescribeObject) -> Result:
+def describe_pipe(session: Context, stmt: DescribeObject) -> Result:
     catalog, settings = session.catalog, session.settings
     pipe = catalog.get(PipeEntry, stmt.name)
     if pipe.pipe_kind is PipeKind.KAFKA:
@@ -249,7 +249,7 @@ def describe_pipe(session: LakeSession, stmt: DescribeObject) -> Result:
     )
 
 
-def show_pipes(session: LakeSession) -> Result:
+def show_pipes(session: Context) -> Result:
     return Result(
         ["name", "pipe_status", "pipe_kind", "input_name", "output_name", "ingest_mode", "comment"],
         [
@@ -260,7 +260,7 @@ def show_pipes(session: LakeSession) -> Result:
     )  # fmt: skip
 
 
-def drop_pipe(session: LakeSession, stmt: DropObject) -> Result:
+def drop_pipe(session: Context, stmt: DropObject) -> Result:
     """DROP PIPE: the table keeps its rows; a Kafka pipe's batches go with it."""
     result = drop_object(PipeEntry)(session, stmt)
     session.catalog.forget_batches(stmt.name)

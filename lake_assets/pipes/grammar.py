@@ -15,7 +15,7 @@ from lake_assets.pipes.kafka.grammar import (
     read_kafka_relation,
 )
 from lake_assets.sql.grammar import Grammar, ObjectWords, SourceParser, StatementParser, finished
-from lake_assets.sql.relations import opens_call
+from lake_assets.sql.relations import extract_sources, opens_call
 from lake_assets.sql.statements import Query, Source, Statement
 from lake_assets.sql.tokens import TokenCursor, tokenize
 from lake_assets.volumes.grammar import VolumeSource, parse_volume_source
@@ -161,9 +161,9 @@ def parse_create_pipe(cursor: TokenCursor, grammar: Grammar) -> Statement:
         raise LakeError("a pipe loads a table, not a volume", f"write it as {CREATE_PIPE}")
     copy_text = cursor.text[copy_start.start :].strip()
     if _reads_query(cursor):
-        copy = parse_kafka_copy(cursor, grammar)
+        kafka_copy = parse_kafka_copy(cursor, grammar)
         cursor.expect_end()
-        return _kafka_pipe(name, copy, copy_text, settings, comment, if_not_exists)
+        return _kafka_pipe(name, kafka_copy, copy_text, settings, comment, if_not_exists)
     copy = parse_copy_into_table(cursor)
     cursor.expect_end()
     return _volume_pipe(name, copy, copy_text, settings, comment, if_not_exists)
@@ -283,14 +283,22 @@ def parse_kafka_copy(cursor: TokenCursor, grammar: Grammar) -> KafkaCopy:
     return KafkaCopy(table, query, kafka[0])
 
 
-@functools.cache
-def kafka_copy_of(text: str) -> KafkaCopy:
-    """A Kafka pipe's statement (as the catalog keeps it) parsed once per process."""
-    from lake_assets.kinds import GRAMMAR  # the kinds import this module: looked up on use
-
+def kafka_copy_of(text: str, grammar: Grammar) -> KafkaCopy:
+    """A Kafka pipe's statement (as the catalog keeps it), parsed with the session's grammar
+    to run it."""
     cursor = TokenCursor(tokenize(text), text=text)
     cursor.expect("COPY", "INTO")
-    return parse_kafka_copy(cursor, GRAMMAR)
+    return parse_kafka_copy(cursor, grammar)
+
+
+@functools.cache
+def kafka_source_of(text: str) -> KafkaSource:
+    """A Kafka pipe's READ_KAFKA call (its topic, group and client settings), parsed once per
+    process from its statement, which CREATE PIPE checked reads exactly one."""
+    _, sources = extract_sources(text, {"TABLE": read_kafka_relation})
+    (source,) = sources.values()
+    assert isinstance(source, KafkaSource), "TABLE(READ_KAFKA(…)) is its only relation"
+    return source
 
 
 def _whole(settings: dict[str, str], key: str, default: int, unit: str = "seconds") -> int:

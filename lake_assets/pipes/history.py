@@ -13,7 +13,7 @@ from lake_assets.pipes.grammar import LoadHistorySource
 from lake_assets.tables.entry import TableEntry
 
 if TYPE_CHECKING:
-    from lake_assets.session import LakeSession
+    from lake_assets.core.kind import Context
 
 SCHEMA = (
     "file_path STRING, last_copy_time TIMESTAMP, file_size BIGINT, status STRING, "
@@ -21,7 +21,7 @@ SCHEMA = (
 )
 
 
-def read_load_history(session: LakeSession, source: LoadHistorySource) -> DataFrame:
+def read_load_history(session: Context, source: LoadHistorySource) -> DataFrame:
     return load_history_frame(session.spark, session.catalog, session.settings, source.table)
 
 

@@ -25,7 +25,7 @@ _OUTSIDE_FUNCTIONS = frozenset(
 _THROUGH_VOLUMES = "read files through a volume: SELECT … FROM VOLUME v"
 
 
-def check_user_sql(expression: exp.Expression, placeholders: Collection[str]) -> None:
+def check_user_sql(expression: exp.Expr, placeholders: Collection[str]) -> None:
     """Refuse what in a user's Spark SQL would go around the catalog and volumes: a relation
     addressed by path (csv.`/etc/passwd`), a directory written directly, a script or JVM call,
     and a hidden name that is not one of the statement's own placeholders."""
@@ -61,18 +61,18 @@ def check_user_sql(expression: exp.Expression, placeholders: Collection[str]) ->
                 )
 
 
-def _cte_names(expression: exp.Expression) -> set[str]:
+def _cte_names(expression: exp.Expr) -> set[str]:
     return {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
 
 
-def _insert_target(expression: exp.Expression) -> exp.Table | None:
+def _insert_target(expression: exp.Expr) -> exp.Table | None:
     if not isinstance(expression, exp.Insert):
         return None
     target = expression.this
     return target.this if isinstance(target, exp.Schema) else target
 
 
-def _table_references(expression: exp.Expression) -> list[exp.Table]:
+def _table_references(expression: exp.Expr) -> list[exp.Table]:
     ctes = _cte_names(expression)
     references = []
     for table in expression.find_all(exp.Table):
@@ -88,7 +88,7 @@ def _table_references(expression: exp.Expression) -> list[exp.Table]:
     return references
 
 
-def referenced_tables(expression: exp.Expression) -> list[str]:
+def referenced_tables(expression: exp.Expr) -> list[str]:
     """Names of the catalog relations a statement reads or writes, each once."""
     names: list[str] = []
     for table in _table_references(expression):
@@ -98,7 +98,7 @@ def referenced_tables(expression: exp.Expression) -> list[str]:
 
 
 def bind_tables(
-    expression: exp.Expression,
+    expression: exp.Expr,
     locate: Callable[[str], str],
     narrowed: Mapping[str, Sequence[str]] | None = None,
     queries: Mapping[str, str] | None = None,

@@ -72,8 +72,8 @@ class Grammar:
                     grammar.statements[(verb, *spelling)] = _describe(words)
         for table in statements:
             grammar.statements.update(table)
-        for table in sources:
-            grammar.sources.update(table)
+        for parsers in sources:
+            grammar.sources.update(parsers)
         for verb in _SPARK_STATEMENTS:
             grammar.statements[(verb,)] = _spark
         return grammar

@@ -54,7 +54,7 @@ def _fill_insert_columns(merge: exp.Merge, when: exp.When, target_columns: Seque
     insert.set("this", exp.Tuple(expressions=[exp.column(name) for name in target_columns]))
 
 
-def _source_alias(source: exp.Expression) -> str | None:
+def _source_alias(source: exp.Expr) -> str | None:
     """The name ON and WHEN use for the source, or None when a rename could break a reference."""
     if source.alias:
         return source.alias
@@ -63,7 +63,7 @@ def _source_alias(source: exp.Expression) -> str | None:
     return None
 
 
-def _source_only(condition: exp.Expression, alias: str) -> bool:
+def _source_only(condition: exp.Expr, alias: str) -> bool:
     """Whether the condition reads only the source row, so it can be tested before matching."""
     if condition.find(*_UNSAFE):
         return False
@@ -73,7 +73,7 @@ def _source_only(condition: exp.Expression, alias: str) -> bool:
     )
 
 
-def _keep_condition(whens: list[exp.When], alias: str) -> exp.Expression | None:
+def _keep_condition(whens: list[exp.When], alias: str) -> exp.Expr | None:
     """The test a source row passes when some clause might act on it; None when every row might."""
     conditions = []
     for when in whens:
@@ -90,7 +90,9 @@ def _drop_idle_source_rows(merge: exp.Merge) -> None:
     if any(when.args.get("source") for when in whens):
         return
     source = merge.args.get("using")
-    alias = _source_alias(source) if source is not None else None
+    if source is None:
+        return
+    alias = _source_alias(source)
     if alias is None:
         return
     keep = _keep_condition(whens, alias)

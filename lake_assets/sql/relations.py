@@ -25,7 +25,7 @@ def extract_sources(
     sources: dict[str, Source] = {}
     copied = 0
     while not cursor.at_end():
-        start_token = cursor.peek()
+        start_token = tokens[cursor.position]
         previous = cursor.word(-1) if cursor.position else ""
         parse = parsers.get(cursor.word())
         source = parse(cursor, previous) if parse is not None else None

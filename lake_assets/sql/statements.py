@@ -20,7 +20,7 @@ class Source:
 class Query(Statement):
     """A SELECT (with joins, aggregates, UNION ALL, ORDER BY …) in Spark SQL."""
 
-    expression: exp.Expression
+    expression: exp.Expr
     sources: dict[str, Source] = field(default_factory=dict)
 
 
@@ -30,7 +30,7 @@ class Dml(Statement):
 
     operation: str
     target: str
-    expression: exp.Expression
+    expression: exp.Expr
     sources: dict[str, Source] = field(default_factory=dict)
 
 

@@ -47,11 +47,11 @@ class _SemiJoin:
     `source` (keys named by `_key(index, position)`), or of none when `negated`."""
 
     source: exp.Select
-    targets: tuple[exp.Expression, ...]
+    targets: tuple[exp.Expr, ...]
     negated: bool = False
 
 
-def subquery_merge(statement: exp.Expression) -> exp.Expression:
+def subquery_merge(statement: exp.Expr) -> exp.Expr:
     """`statement` itself, or the MERGE that means the same when it is an UPDATE or DELETE
     whose WHERE reads subqueries."""
     if not isinstance(statement, exp.Update | exp.Delete):
@@ -67,7 +67,7 @@ def subquery_merge(statement: exp.Expression) -> exp.Expression:
     if where is None or where.find(exp.Query) is None:
         return statement
     joins: list[_SemiJoin] = []
-    rest: list[exp.Expression] = []
+    rest: list[exp.Expr] = []
     for condition in _conjuncts(where.this):
         if condition.find(exp.Query) is None:
             rest.append(condition.copy())
@@ -83,7 +83,7 @@ def _target(statement: exp.Update | exp.Delete) -> _Target:
     return _Target(verb, table.alias_or_name.lower())
 
 
-def _conjuncts(condition: exp.Expression) -> Iterator[exp.Expression]:
+def _conjuncts(condition: exp.Expr) -> Iterator[exp.Expr]:
     """The conditions ANDed at the top of `condition`, parentheses removed."""
     inner = condition.unnest()
     if isinstance(inner, exp.And):
@@ -97,7 +97,7 @@ def _key(index: int, position: int) -> str:
     return hidden(f"key_{index}_{position}")
 
 
-def _semi_join(condition: exp.Expression, index: int, target: _Target) -> _SemiJoin:
+def _semi_join(condition: exp.Expr, index: int, target: _Target) -> _SemiJoin:
     negated = isinstance(condition, exp.Not)
     inner = condition.this.unnest() if negated else condition
     shape = _SHAPES.get((type(inner), negated))
@@ -114,7 +114,7 @@ def _unsupported(target: _Target) -> LakeError:
     )
 
 
-def _in(node: exp.Expression, index: int, target: _Target) -> _SemiJoin:
+def _in(node: exp.Expr, index: int, target: _Target) -> _SemiJoin:
     query = node.args.get("query")
     if query is None or node.this.find(exp.Query):
         raise _unsupported(target)
@@ -123,15 +123,15 @@ def _in(node: exp.Expression, index: int, target: _Target) -> _SemiJoin:
     return _join(query.unnest(), targets, index, target, negated=False)
 
 
-def _exists(node: exp.Expression, index: int, target: _Target) -> _SemiJoin:
+def _exists(node: exp.Expr, index: int, target: _Target) -> _SemiJoin:
     return _join(node.this, [], index, target, negated=False)
 
 
-def _not_exists(node: exp.Expression, index: int, target: _Target) -> _SemiJoin:
+def _not_exists(node: exp.Expr, index: int, target: _Target) -> _SemiJoin:
     return _join(node.this, [], index, target, negated=True)
 
 
-def _not_in(node: exp.Expression, index: int, target: _Target) -> _SemiJoin:
+def _not_in(node: exp.Expr, index: int, target: _Target) -> _SemiJoin:
     raise target.refused(
         "NOT IN (SELECT …) is not supported (it is never true once the subquery returns a NULL)",
         "write NOT EXISTS (SELECT … WHERE s.col = t.col), which passes over NULLs, "
@@ -139,7 +139,7 @@ def _not_in(node: exp.Expression, index: int, target: _Target) -> _SemiJoin:
     )
 
 
-_SHAPES: dict[tuple[type, bool], Callable[[exp.Expression, int, _Target], _SemiJoin]] = {
+_SHAPES: dict[tuple[type, bool], Callable[[exp.Expr, int, _Target], _SemiJoin]] = {
     (exp.In, False): _in,
     (exp.Exists, False): _exists,
     (exp.Exists, True): _not_exists,
@@ -147,12 +147,12 @@ _SHAPES: dict[tuple[type, bool], Callable[[exp.Expression, int, _Target], _SemiJ
 }
 
 
-def _refers(node: exp.Expression, alias: str) -> bool:
+def _refers(node: exp.Expr, alias: str) -> bool:
     """Whether `node` names a column of the target (by its name or alias)."""
     return any(column.table.lower() == alias for column in node.find_all(exp.Column))
 
 
-def _shadows(query: exp.Expression, alias: str) -> bool:
+def _shadows(query: exp.Expr, alias: str) -> bool:
     """Whether the subquery reads a relation of the target's name, which hides the target."""
     return any(
         source.alias_or_name.lower() == alias for source in query.find_all(exp.Table, exp.Subquery)
@@ -160,8 +160,8 @@ def _shadows(query: exp.Expression, alias: str) -> bool:
 
 
 def _join(
-    query: exp.Expression,
-    targets: Sequence[exp.Expression],
+    query: exp.Expr,
+    targets: Sequence[exp.Expr],
     index: int,
     target: _Target,
     negated: bool,
@@ -172,7 +172,7 @@ def _join(
 
 
 def _uncorrelated(
-    query: exp.Expression, targets: Sequence[exp.Expression], index: int, negated: bool
+    query: exp.Expr, targets: Sequence[exp.Expr], index: int, negated: bool
 ) -> _SemiJoin:
     """The subquery as it is, under key names: its distinct rows, or one row when it has any."""
     keys = [exp.to_identifier(_key(index, position)) for position in range(len(targets))]
@@ -186,8 +186,8 @@ def _uncorrelated(
 
 
 def _correlated(
-    query: exp.Expression,
-    targets: Sequence[exp.Expression],
+    query: exp.Expr,
+    targets: Sequence[exp.Expr],
     index: int,
     target: _Target,
     negated: bool,
@@ -212,7 +212,7 @@ def _correlated(
     return _SemiJoin(source, tuple(outer for outer, _ in pairs), negated)
 
 
-def _check_plain(query: exp.Expression, compared: int, target: _Target) -> None:
+def _check_plain(query: exp.Expr, compared: int, target: _Target) -> None:
     if not _plain(query, compared, target.alias):
         raise target.refused(
             f"a subquery that refers to {target.alias} must be a plain SELECT … FROM … WHERE "
@@ -222,7 +222,7 @@ def _check_plain(query: exp.Expression, compared: int, target: _Target) -> None:
         )
 
 
-def _plain(query: exp.Expression, compared: int, alias: str) -> bool:
+def _plain(query: exp.Expr, compared: int, alias: str) -> bool:
     """Whether a correlated subquery is SELECT … FROM … [JOIN …] WHERE …, naming the target only
     in its WHERE, and for IN selecting one column per value compared."""
     if not isinstance(query, exp.Select):
@@ -241,9 +241,7 @@ def _plain(query: exp.Expression, compared: int, alias: str) -> bool:
     )
 
 
-def _correlation(
-    condition: exp.Expression, target: _Target
-) -> tuple[exp.Expression, exp.Expression]:
+def _correlation(condition: exp.Expr, target: _Target) -> tuple[exp.Expr, exp.Expr]:
     """A correlated condition as (the target's side, the subquery's side) of an equality."""
     if isinstance(condition, exp.EQ) and not condition.find(exp.Query):
         sides = (condition.this, condition.expression)
@@ -257,7 +255,7 @@ def _correlation(
     )
 
 
-def _only_target(node: exp.Expression, alias: str) -> bool:
+def _only_target(node: exp.Expr, alias: str) -> bool:
     columns = list(node.find_all(exp.Column))
     return bool(columns) and all(column.table.lower() == alias for column in columns)
 
@@ -265,7 +263,7 @@ def _only_target(node: exp.Expression, alias: str) -> bool:
 def _merge(
     statement: exp.Update | exp.Delete,
     joins: list[_SemiJoin],
-    rest: list[exp.Expression],
+    rest: list[exp.Expr],
     target: _Target,
 ) -> exp.Merge:
     negated = any(join.negated for join in joins)
@@ -301,7 +299,7 @@ def _source(joins: list[_SemiJoin]) -> exp.Select:
     return source
 
 
-def _action(statement: exp.Update | exp.Delete) -> exp.Expression:
+def _action(statement: exp.Update | exp.Delete) -> exp.Expr:
     if isinstance(statement, exp.Update):
         return exp.Update(expressions=[assignment.copy() for assignment in statement.expressions])
     return exp.var("DELETE")

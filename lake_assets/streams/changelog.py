@@ -88,16 +88,19 @@ def _with_row_columns(
     if not (files.direct and files.changes):
         return files
     properties = table_properties(spark, location, end)
-    names = (properties.get(ROW_ID_COLUMN), properties.get(ROW_VERSION_COLUMN))
-    if properties.get("delta.columnMapping.mode", "none") != "none" or None in names:
+    row_id, row_version = properties.get(ROW_ID_COLUMN), properties.get(ROW_VERSION_COLUMN)
+    mapped = properties.get("delta.columnMapping.mode", "none") != "none"
+    if mapped or row_id is None or row_version is None:
         return replace(files, inserted=(), direct=False)
-    return replace(files, row_columns=names)
+    return replace(files, row_columns=(row_id, row_version))
 
 
 def _may_insert(actions: list[dict[str, Any]]) -> bool:
     """Whether a commit's change files may hold new rows, which Delta writes there without
     their row ids (a MERGE's inserts); UPDATE and DELETE only change rows that have ids."""
-    info = next((action["commitInfo"] for action in actions if "commitInfo" in action), {})
+    info: dict[str, Any] = next(
+        (action["commitInfo"] for action in actions if "commitInfo" in action), {}
+    )
     metrics = info.get("operationMetrics") or {}
     if info.get("operation") in ("UPDATE", "DELETE"):
         return False

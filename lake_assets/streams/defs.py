@@ -31,6 +31,7 @@ from dagster import (
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import log_versions
+from lake_assets.core.kind import Sessions
 from lake_assets.core.names import STREAMS_SENSOR
 from lake_assets.core.settings import LakeSettings
 from lake_assets.streams.entry import StreamEntry
@@ -317,7 +318,7 @@ def streams_sensor(settings: LakeSettings) -> SensorDefinition:
     return track_streams
 
 
-def build_defs(catalog: Catalog, settings: LakeSettings) -> Definitions:
+def build_defs(catalog: Catalog, settings: LakeSettings, sessions: Sessions) -> Definitions:
     """Streams as partitioned external assets; the sensor only when there is a stream to track."""
     streams = catalog.entries(StreamEntry)
     return Definitions(

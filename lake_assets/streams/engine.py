@@ -33,7 +33,7 @@ from lake_assets.streams.grammar import (
 from lake_assets.streams.sources import KINDS, ChangeSource, change_source, find_source
 
 if TYPE_CHECKING:
-    from lake_assets.session import LakeSession
+    from lake_assets.core.kind import Context
 
 _CHANGE_FEED = "delta.enableChangeDataFeed"
 _ROW_TRACKING = "delta.enableRowTracking"
@@ -52,7 +52,7 @@ _DATA_ONLY = frozenset(
 )
 
 
-def create_stream(session: LakeSession, stmt: CreateStream) -> Result:
+def create_stream(session: Context, stmt: CreateStream) -> Result:
     catalog = session.catalog
     taken = (
         None if stmt.or_replace else name_taken(session, StreamEntry, stmt.name, stmt.if_not_exists)
@@ -93,7 +93,7 @@ def create_stream(session: LakeSession, stmt: CreateStream) -> Result:
     )
 
 
-def _source(session: LakeSession, stmt: CreateStream) -> ChangeSource:
+def _source(session: Context, stmt: CreateStream) -> ChangeSource:
     wanted = KINDS[stmt.source_kind]
     found = find_source(session.catalog, stmt.source_kind, stmt.source)
     if found is None:
@@ -126,7 +126,7 @@ def _untracked(
     return [key for key in wanted if properties.get(key, "false").lower() != "true"]
 
 
-def _track_changes(session: LakeSession, source: ChangeSource, wanted: list[str]) -> bool:
+def _track_changes(session: Context, source: ChangeSource, wanted: list[str]) -> bool:
     """Turn on what a stream reads by; whether anything had to be turned on. The catalog marks
     the source tracked either way: a directory table has its change feed from birth, and the
     mark is what keeps a volume's directory current."""
@@ -202,7 +202,7 @@ def _check_tracked(
             )
 
 
-def alter_offset(session: LakeSession, stmt: AlterStreamOffset) -> Result:
+def alter_offset(session: Context, stmt: AlterStreamOffset) -> Result:
     catalog = session.catalog
     entry = catalog.get(StreamEntry, stmt.name)
     offsets.check_source(catalog, entry)
@@ -221,7 +221,7 @@ def alter_offset(session: LakeSession, stmt: AlterStreamOffset) -> Result:
     return Result.status(f"stream {stmt.name} is now at version {version} (was {entry.offset})")
 
 
-def show_streams(session: LakeSession) -> Result:
+def show_streams(session: Context) -> Result:
     return Result(
         [
             "name",
@@ -249,7 +249,7 @@ def show_streams(session: LakeSession) -> Result:
     )
 
 
-def describe_stream(session: LakeSession, stmt: DescribeObject) -> Result:
+def describe_stream(session: Context, stmt: DescribeObject) -> Result:
     spark = session.spark
     entry = session.catalog.get(StreamEntry, stmt.name)
     stale_reason = None

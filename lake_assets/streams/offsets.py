@@ -33,6 +33,7 @@ from lake_assets.streams.changelog import RangeFiles, missing, range_files
 from lake_assets.streams.entry import Claim, Landing, StreamEntry
 from lake_assets.streams.reading import StreamRead, change_query
 from lake_assets.streams.sources import KINDS, ChangeSource, change_source, find_source
+from lake_assets.volumes.files import export_landed
 
 # VACUUM's default retention: files a commit removed are deleted this long after it.
 FILE_RETENTION = timedelta(days=7)
@@ -66,12 +67,10 @@ def resolve(spark: SparkSession, catalog: Catalog, entry: StreamEntry) -> Stream
 def _landed(spark: SparkSession, catalog: Catalog, claim: Claim) -> bool:
     """Whether a claim's write landed: its tagged commit is in the table, or, for another kind
     of target, the kind's own check says so (a volume export: its file is in the volume)."""
-    if claim.landing is not Landing.TABLE:
-        from lake_assets.kinds import BY_NAME  # the kinds import this module: looked up on use
-
-        check = BY_NAME[claim.landing.value].landed
-        assert check is not None
-        return check(catalog, claim)
+    if claim.landing is Landing.VOLUME:
+        assert claim.path is not None, "a volume claim names its file"
+        assert claim.lake_home is not None, "and the LAKE_HOME that opens its volume"
+        return export_landed(catalog, claim.target, claim.path, claim.lake_home)
     record = {Marker.STATEMENT.value: 1, "tag": claim.tag}
     try:
         return find(spark, claim.target, record, after=claim.after) is not None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dagster import AssetSpec, Definitions, MetadataValue, TableColumn, TableSchema
 
 from lake_assets.core.catalog import Catalog
+from lake_assets.core.kind import Sessions
 from lake_assets.core.settings import LakeSettings
 from lake_assets.tables.entry import TableEntry
 
@@ -42,6 +43,6 @@ def table_asset_spec(entry: TableEntry) -> AssetSpec:
     )
 
 
-def build_defs(catalog: Catalog, settings: LakeSettings) -> Definitions:
+def build_defs(catalog: Catalog, settings: LakeSettings, sessions: Sessions) -> Definitions:
     """Every table as an external asset; a kind that writes one (a pipe) supersedes its spec."""
     return Definitions(assets=[table_asset_spec(entry) for entry in catalog.entries(TableEntry)])

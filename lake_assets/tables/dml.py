@@ -19,7 +19,7 @@ from lake_assets.sql.statements import Dml
 from lake_assets.tables.entry import TableEntry
 
 if TYPE_CHECKING:
-    from lake_assets.session import Bound, LakeSession
+    from lake_assets.core.kind import Bound, Context
 
 # Delta's error when another writer only appended files since this statement read the table.
 _LOST_APPEND_RACE = "DELTA_CONCURRENT_APPEND"
@@ -27,7 +27,7 @@ _LOST_APPEND_RACE = "DELTA_CONCURRENT_APPEND"
 _RETRIES, _FIRST_WAIT_SECONDS = 5, 0.2
 
 
-def execute_dml(session: LakeSession, stmt: Dml) -> Result:
+def execute_dml(session: Context, stmt: Dml) -> Result:
     bound = session.bind(stmt)  # before Spark: unknown names fail without a JVM
     return session.committing(
         stmt.target, lambda: run_dml(session.spark, session.catalog, stmt, bound)
@@ -90,7 +90,7 @@ def commit_write(
     if commit is None:
         return Result.status(f"{operation}: no change to {name}")
     version = commit.version
-    changes = row_changes(commit.operation, commit.operation_metrics)
+    changes = row_changes(commit.operation or "", commit.operation_metrics)
     if operation == OVERWRITE:
         # Its metrics count the rows written, not the rows it replaced: count the table.
         rows = record_commit_state(spark, catalog, target, version, None)

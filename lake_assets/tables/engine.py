@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
@@ -19,7 +19,7 @@ from lake_assets.core.delta import (
     row_changes,
     sql_string,
 )
-from lake_assets.core.entries import CatalogObject
+from lake_assets.core.entries import StoredRelation
 from lake_assets.core.errors import LakeError
 from lake_assets.core.lifecycle import name_taken
 from lake_assets.core.results import Result
@@ -35,7 +35,7 @@ from lake_assets.tables.grammar import (
 )
 
 if TYPE_CHECKING:
-    from lake_assets.session import LakeSession
+    from lake_assets.core.kind import Context
 
 # Seed table properties and the Delta properties they map to.
 _DELTA_PROPERTIES = {"change_tracking": "delta.enableChangeDataFeed"}
@@ -58,7 +58,7 @@ def _delta_properties(properties: dict[str, str]) -> dict[str, str]:
     return mapped
 
 
-def create_table(session: LakeSession, stmt: CreateTable) -> Result:
+def create_table(session: Context, stmt: CreateTable) -> Result:
     catalog = session.catalog
     if taken := name_taken(session, TableEntry, stmt.name, stmt.if_not_exists):
         return taken
@@ -106,7 +106,7 @@ def create_delta_table(
     )
 
 
-def drop_table(session: LakeSession, stmt: DropTable) -> Result:
+def drop_table(session: Context, stmt: DropTable) -> Result:
     catalog = session.catalog
     other = catalog.find_relation(stmt.name)
     if other is not None and not isinstance(other, TableEntry):
@@ -126,7 +126,7 @@ def remove_files(location: str) -> None:
     remove_location(location)
 
 
-def alter_properties(session: LakeSession, stmt: AlterTableProperties) -> Result:
+def alter_properties(session: Context, stmt: AlterTableProperties) -> Result:
     set_properties(session.spark, session.catalog, stmt.name, stmt.properties)
     return Result.status(f"altered table {stmt.name}")
 
@@ -151,17 +151,17 @@ def set_properties(
     )
 
 
-def alter_primary_key(session: LakeSession, stmt: AlterTablePrimaryKey) -> Result:
+def alter_primary_key(session: Context, stmt: AlterTablePrimaryKey) -> Result:
     return set_primary_key(session.catalog, TableEntry, stmt.name, stmt.primary_key)
 
 
 def set_primary_key(
-    catalog: Catalog, kind: type[CatalogObject], name: str, key: tuple[str, ...]
+    catalog: Catalog, kind: type[StoredRelation], name: str, key: tuple[str, ...]
 ) -> Result:
     """Declare, replace or (with no columns) drop the key of a table or dynamic table: only the
     catalog changes, as nothing enforces the key."""
     other = catalog.find_relation(name)
-    if other is not None and not isinstance(other, kind) and hasattr(other, "primary_key"):
+    if isinstance(other, StoredRelation) and not isinstance(other, kind):
         words = other.CREATE.removeprefix("CREATE ")
         raise LakeError(f"{name} is a {other.LABEL}", f"alter its key with ALTER {words} {name}")
     entry = catalog.update(
@@ -176,16 +176,16 @@ def set_primary_key(
     return Result.status(f"{entry.LABEL} {name} has primary key ({', '.join(entry.primary_key)})")
 
 
-def _stored_relation(session: LakeSession, name: str) -> Any:
+def _stored_relation(session: Context, name: str) -> StoredRelation:
     """A table or dynamic table: a relation with columns and a Delta location of its own."""
     entry = session.catalog.relation(name)
-    if not hasattr(entry, "location"):
+    if not isinstance(entry, StoredRelation):
         words = entry.CREATE.removeprefix("CREATE ")
         raise LakeError(f"{name} is a {entry.LABEL}", f"describe it with DESC {words} {name}")
     return entry
 
 
-def describe_table(session: LakeSession, stmt: DescribeTable) -> Result:
+def describe_table(session: Context, stmt: DescribeTable) -> Result:
     entry = _stored_relation(session, stmt.name)
     positions = {name: position for position, name in enumerate(entry.primary_key, start=1)}
     return Result(
@@ -194,7 +194,7 @@ def describe_table(session: LakeSession, stmt: DescribeTable) -> Result:
     )
 
 
-def show_tables(session: LakeSession, stmt: ShowTables) -> Result:
+def show_tables(session: Context, stmt: ShowTables) -> Result:
     return Result(
         ["name", "kind", "change_tracking", "rows", "version", "comment", "created_at"],
         [
@@ -204,7 +204,7 @@ def show_tables(session: LakeSession, stmt: ShowTables) -> Result:
     )
 
 
-def describe_history(session: LakeSession, stmt: DescribeHistory) -> Result:
+def describe_history(session: Context, stmt: DescribeHistory) -> Result:
     entry = _stored_relation(session, stmt.name)
     return Result(
         ["version", "timestamp", "operation", "rows_inserted", "rows_updated", "rows_deleted"],
@@ -213,7 +213,7 @@ def describe_history(session: LakeSession, stmt: DescribeHistory) -> Result:
                 commit.version,
                 commit.timestamp,
                 commit.operation,
-                *(row_changes(commit.operation, commit.operation_metrics) or (None,) * 3),
+                *(row_changes(commit.operation or "", commit.operation_metrics) or (None,) * 3),
             )
             for commit in history(session.spark, entry.location)
         ],

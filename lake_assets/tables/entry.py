@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from lake_assets.core.entries import RELATION, CatalogObject, Column
+from lake_assets.core.entries import RELATION, Column, StoredRelation
 from lake_assets.core.errors import LakeError
 
 # Types whose values are not atomic: rows cannot be told apart by them.
@@ -14,7 +14,7 @@ _COMPLEX_TYPES = ("ARRAY", "MAP", "STRUCT", "VARIANT")
 
 
 @dataclass(frozen=True)
-class TableEntry(CatalogObject):
+class TableEntry(StoredRelation):
     """A Delta table the lakehouse owns; `properties` are the seed-level ones (change_tracking);
     `primary_key` is declared for readers (changelog exports), never enforced on writes."""
 
@@ -23,15 +23,9 @@ class TableEntry(CatalogObject):
     LABEL: ClassVar[str] = "table"
     SHOW: ClassVar[str] = "SHOW TABLES"
     CREATE: ClassVar[str] = "CREATE TABLE"
-    STATE: ClassVar[tuple[str, ...]] = ("version", "row_count")
 
-    location: str
-    columns: tuple[Column, ...]
     comment: str | None = None
     properties: dict[str, str] = field(default_factory=dict)
-    primary_key: tuple[str, ...] = ()
-    version: int | None = None
-    row_count: int | None = None
 
     @property
     def change_tracking(self) -> bool:

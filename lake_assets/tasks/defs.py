@@ -21,10 +21,10 @@ from lake_assets.automation import AUTOMATION_INTERVAL_SECONDS, automation_senso
 from lake_assets.changes import dagster_reporter
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import TaskRunRecord
+from lake_assets.core.kind import Sessions
 from lake_assets.core.names import TASKS_SENSOR
 from lake_assets.core.settings import LakeSettings
 from lake_assets.core.states import TaskRunState, TaskTrigger
-from lake_assets.session import LakeSession
 from lake_assets.tasks.entry import Schedule, TaskEntry
 from lake_assets.tasks.runs import run_task
 from resources.catalog import CatalogResource
@@ -122,7 +122,7 @@ def _described(entry: TaskEntry) -> dict[str, str]:
     return described
 
 
-def task_asset(entry: TaskEntry) -> AssetsDefinition:
+def task_asset(entry: TaskEntry, sessions: Sessions) -> AssetsDefinition:
     """The task, run through the Spark resource; its pool and its catalog claim keep two runs
     from overlapping. A run that wrote materializes it; a SKIPPED one does not; FAILED raises."""
 
@@ -141,7 +141,7 @@ def task_asset(entry: TaskEntry) -> AssetsDefinition:
         context: AssetExecutionContext, spark: DeltaSparkResource, catalog: CatalogResource
     ) -> Iterator[MaterializeResult]:
         lake = catalog.catalog
-        session = LakeSession(
+        session = sessions(
             lake, catalog.settings, lambda: spark.spark_session, changed=dagster_reporter(lake)
         )
         record = run_task(session, entry.name, _trigger(context, entry))
@@ -154,13 +154,13 @@ def task_asset(entry: TaskEntry) -> AssetsDefinition:
     return run
 
 
-def build_defs(catalog: Catalog, settings: LakeSettings) -> Definitions:
+def build_defs(catalog: Catalog, settings: LakeSettings, sessions: Sessions) -> Definitions:
     """Each task as an asset, and the sensor that evaluates their automation."""
     entries = catalog.entries(TaskEntry)
     sensor = automation_sensor(
         TASKS_SENSOR, TASKS_GROUP, AUTOMATION_INTERVAL_SECONDS, {TRIGGER_TAG: AUTOMATIC}
     )
     return Definitions(
-        assets=[task_asset(entry) for entry in entries],
+        assets=[task_asset(entry, sessions) for entry in entries],
         sensors=[sensor] if entries else [],
     )

@@ -22,7 +22,7 @@ from lake_assets.tasks.runs import live_run, run_task, when_holds
 from lake_assets.volumes.entry import VolumeEntry
 
 if TYPE_CHECKING:
-    from lake_assets.session import LakeSession
+    from lake_assets.core.kind import Context
 
 HISTORY_COLUMNS = [
     "name", "state", "trigger", "start_time", "end_time", "duration", "rows_written", "streams",
@@ -30,7 +30,7 @@ HISTORY_COLUMNS = [
 ]  # fmt: skip
 
 
-def create_task(session: LakeSession, stmt: CreateTask) -> Result:
+def create_task(session: Context, stmt: CreateTask) -> Result:
     """Checked against the catalog, not run: the target and every relation the statement reads
     exist, and WHEN names streams. A task starts STARTED, as a pipe starts RUNNING."""
     catalog = session.catalog
@@ -76,21 +76,21 @@ def _runs_when(entry: TaskEntry) -> str:
     return "runs only by EXECUTE TASK: it has neither SCHEDULE nor WHEN"
 
 
-def alter_task(session: LakeSession, stmt: AlterTask) -> Result:
+def alter_task(session: Context, stmt: AlterTask) -> Result:
     entry = session.catalog.update(
         TaskEntry, stmt.name, lambda e: replace(e, suspended=stmt.suspended)
     )
     return Result.status(f"task {stmt.name} is {entry.state}")
 
 
-def execute_task(session: LakeSession, stmt: ExecuteTask) -> Result:
+def execute_task(session: Context, stmt: ExecuteTask) -> Result:
     """Runs the task now in this process, schedule aside but WHEN checked (as Snowflake's
     EXECUTE TASK does); a FAILED run raises its error, the other runs show their record."""
     record = run_task(session, stmt.name, TaskTrigger.MANUAL)
     return Result(HISTORY_COLUMNS, [_history_row(record)])
 
 
-def show_tasks(session: LakeSession) -> Result:
+def show_tasks(session: Context) -> Result:
     catalog = session.catalog
     rows = []
     for entry in catalog.entries(TaskEntry):
@@ -122,7 +122,7 @@ def _last_run(catalog: Catalog, name: str) -> TaskRunRecord | None:
     return history[0] if history else None
 
 
-def describe_task(session: LakeSession, stmt: DescribeObject) -> Result:
+def describe_task(session: Context, stmt: DescribeObject) -> Result:
     catalog = session.catalog
     entry = catalog.get(TaskEntry, stmt.name)
     last = _last_run(catalog, entry.name)
@@ -146,7 +146,7 @@ def describe_task(session: LakeSession, stmt: DescribeObject) -> Result:
     )
 
 
-def show_task_history(session: LakeSession, stmt: ShowTaskHistory) -> Result:
+def show_task_history(session: Context, stmt: ShowTaskHistory) -> Result:
     """Runs newest first; a run under way shows first, as EXECUTING."""
     catalog = session.catalog
     tasks = [catalog.get(TaskEntry, stmt.name)] if stmt.name else catalog.entries(TaskEntry)

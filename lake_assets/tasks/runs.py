@@ -31,7 +31,7 @@ from lake_assets.tasks.entry import RunClaim, TaskEntry
 from lake_assets.tasks.grammar import TaskStatement
 
 if TYPE_CHECKING:
-    from lake_assets.session import LakeSession
+    from lake_assets.core.kind import Context
 
 ANOTHER_RUN = "another run of the task is under way"
 
@@ -58,7 +58,7 @@ class _Run:
         )  # fmt: skip
 
 
-def run_task(session: LakeSession, name: str, trigger: TaskTrigger) -> TaskRunRecord:
+def run_task(session: Context, name: str, trigger: TaskTrigger) -> TaskRunRecord:
     """Run a task once and record it: SUCCEED and SKIPPED come back, FAILED is recorded, then
     raised. A suspended task runs only by hand (MANUAL)."""
     catalog = session.catalog
@@ -106,14 +106,12 @@ def _lake_error(catalog: Catalog, error: BaseException) -> LakeError:
     )
 
 
-def _run(session: LakeSession, entry: TaskEntry, run: _Run) -> TaskRunRecord:
-    from lake_assets.kinds import GRAMMAR  # the kinds import this module: looked up on use
-
+def _run(session: Context, entry: TaskEntry, run: _Run) -> TaskRunRecord:
     catalog = session.catalog
     _settle_streams(session, entry)
     if entry.when and not when_holds(catalog, entry):
         return run.record(entry.name, TaskRunState.SKIPPED, reason=f"no data: {entry.when_text}")
-    statement = GRAMMAR.parse(entry.definition)
+    statement = session.grammar.parse(entry.definition)
     assert isinstance(statement, TaskStatement)  # CREATE TASK accepted nothing else
     run.before = {name: catalog.get(StreamEntry, name).offset for name in entry.streams}
     _note_offsets(catalog, entry.name, run)
@@ -135,7 +133,7 @@ def when_holds(catalog: Catalog, entry: TaskEntry) -> bool:
     return any(all(data[name] for name in group) for group in entry.when)
 
 
-def _settle_streams(session: LakeSession, entry: TaskEntry) -> None:
+def _settle_streams(session: Context, entry: TaskEntry) -> None:
     """Settle claims that dead consumers left on the task's streams, so that WHEN and the
     offsets a run records see where the streams really are (Spark starts only for those)."""
     for name in entry.streams:
@@ -144,7 +142,7 @@ def _settle_streams(session: LakeSession, entry: TaskEntry) -> None:
             offsets.resolve(session.spark, session.catalog, stream)
 
 
-def _rows_written(session: LakeSession, statement: TaskStatement, before: int | None) -> int | None:
+def _rows_written(session: Context, statement: TaskStatement, before: int | None) -> int | None:
     """Rows inserted, updated and deleted by the statement's commit, from its metrics; the
     commit is the version the statement recorded for its target. None for a volume export."""
     if not isinstance(statement, Dml):
@@ -202,7 +200,7 @@ def _note_offsets(catalog: Catalog, name: str, run: _Run) -> None:
     catalog.update(TaskEntry, name, note)
 
 
-def _record_dead(session: LakeSession, entry: TaskEntry, dead: RunClaim) -> None:
+def _record_dead(session: Context, entry: TaskEntry, dead: RunClaim) -> None:
     """Record a run whose process died FAILED, with what its streams show it consumed: their
     claims are settled first, so an offset moved if, and only if, its write committed."""
     catalog = session.catalog

@@ -47,6 +47,7 @@ from lake_assets.connections.entry import ConnectionEntry
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import CatalogObject
 from lake_assets.core.errors import LakeError
+from lake_assets.core.kind import Sessions
 from lake_assets.core.names import DIRECTORIES_SENSOR, VOLUMES_SENSOR
 from lake_assets.core.settings import LakeSettings
 from lake_assets.core.states import IngestMode
@@ -164,7 +165,9 @@ def volumes_sensor(names: list[str], settings: LakeSettings) -> SensorDefinition
     )
     def observe_volumes(context: SensorEvaluationContext) -> SensorResult | SkipReason:
         catalog = Catalog(settings.catalog_location)
-        graph = context.repository_def.asset_graph
+        repository = context.repository_def
+        assert repository is not None, "a sensor is evaluated in its code location"
+        graph = repository.asset_graph
         observations = []
         for name in names:
             volume = catalog.find(VolumeEntry, name)
@@ -397,7 +400,7 @@ def directory_job_name(volume: VolumeEntry) -> str:
     return f"refresh_directory_{volume.name}_job"
 
 
-def build_defs(catalog: Catalog, settings: LakeSettings) -> Definitions:
+def build_defs(catalog: Catalog, settings: LakeSettings, sessions: Sessions) -> Definitions:
     """Each volume as an observable asset and the sensor that observes them all; for volumes a
     stream reads, the jobs that refresh their directory tables and the sensor that runs them."""
     volumes = catalog.entries(VolumeEntry)

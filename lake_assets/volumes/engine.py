@@ -30,19 +30,19 @@ from lake_assets.volumes.grammar import (
 from resources.storage import VolumeStore, split_location
 
 if TYPE_CHECKING:
-    from lake_assets.session import LakeSession
+    from lake_assets.core.kind import Context
 
 # S3's codes for credentials it does not accept (answered with 403).
 _DENIED = frozenset({"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"})
 
 
-def _opened(session: LakeSession, name: str) -> tuple[VolumeEntry, VolumeStore]:
+def _opened(session: Context, name: str) -> tuple[VolumeEntry, VolumeStore]:
     """The volume called `name` and its store, or an error naming the volume."""
     volume = session.catalog.get(VolumeEntry, name)
     return volume, files.store_of(session.catalog, session.settings, volume)
 
 
-def create_volume(session: LakeSession, stmt: CreateVolume) -> Result:
+def create_volume(session: Context, stmt: CreateVolume) -> Result:
     catalog, settings = session.catalog, session.settings
     if taken := name_taken(session, VolumeEntry, stmt.name, stmt.if_not_exists):
         return taken
@@ -120,13 +120,13 @@ def _refused(volume: VolumeEntry, error: ClientError) -> LakeError:
     )
 
 
-def refresh_volume(session: LakeSession, stmt: RefreshVolume) -> Result:
+def refresh_volume(session: Context, stmt: RefreshVolume) -> Result:
     volume, store = _opened(session, stmt.name)
     with storage_errors(volume):
         return Result.status(files.refresh_directory(session.spark, volume, store))
 
 
-def copy_into_volume(session: LakeSession, stmt: CopyIntoVolume) -> Result:
+def copy_into_volume(session: Context, stmt: CopyIntoVolume) -> Result:
     """Export a table or a query's rows; a query that reads streams consumes them (one file,
     named from the statement's tag, moves them) as INSERT … SELECT does."""
     volume, store = _opened(session, stmt.volume)
@@ -146,20 +146,20 @@ def copy_into_volume(session: LakeSession, stmt: CopyIntoVolume) -> Result:
         return files.copy_into_volume(volume, store, frame, stmt, staging, path)
 
 
-def read_volume(session: LakeSession, source: VolumeSource) -> DataFrame:
+def read_volume(session: Context, source: VolumeSource) -> DataFrame:
     volume, store = _opened(session, source.volume)
     with storage_errors(volume):
         listed = files.source_files(source, volume, store)
         return files.read_files(session.spark, source, store, listed)
 
 
-def read_directory(session: LakeSession, source: DirectorySource) -> DataFrame:
+def read_directory(session: Context, source: DirectorySource) -> DataFrame:
     volume, store = _opened(session, source.volume)
     with storage_errors(volume):
         return files.directory_frame(session.spark, volume, store)
 
 
-def show_volumes(session: LakeSession) -> Result:
+def show_volumes(session: Context) -> Result:
     return Result(
         ["name", "location", "connection", "auto_refresh", "comment", "created_at"],
         [
@@ -169,7 +169,7 @@ def show_volumes(session: LakeSession) -> Result:
     )
 
 
-def describe_volume(session: LakeSession, stmt: DescribeObject) -> Result:
+def describe_volume(session: Context, stmt: DescribeObject) -> Result:
     volume, store = _opened(session, stmt.name)
     with storage_errors(volume):
         listing = store.list(recursive=volume.recursive)

@@ -9,7 +9,6 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -29,9 +28,6 @@ from lake_assets.volumes.entry import VolumeEntry
 from lake_assets.volumes.grammar import CopyIntoVolume, VolumeSource
 from resources.storage import FileInfo, VolumeStore, inside
 from resources.volumes import open_store
-
-if TYPE_CHECKING:
-    from lake_assets.streams.entry import Claim
 
 DIRECTORY_SCHEMA = StructType(
     [
@@ -315,16 +311,14 @@ def put_single(
     store.put(parts[0], name)
 
 
-def export_landed(catalog: Catalog, claim: Claim) -> bool:
-    """Whether a consuming COPY's file is in its volume (see streams.offsets): the volume
-    opened as the writer did, with its LAKE_HOME's key to the connection's secrets."""
-    volume = catalog.find(VolumeEntry, claim.target)
+def export_landed(catalog: Catalog, name: str, path: str, lake_home: str) -> bool:
+    """Whether a consuming COPY's file `path` is in volume `name` (see streams.offsets): the
+    volume opened as the writer did, with its LAKE_HOME's key to the connection's secrets."""
+    volume = catalog.find(VolumeEntry, name)
     if volume is None:  # the volume is gone: nothing of it can be kept consistent any more
         return False
-    assert claim.path is not None
-    assert claim.lake_home is not None
     connection = catalog.get(ConnectionEntry, volume.connection)
-    return open_store(volume, connection, Path(claim.lake_home)).stat(claim.path) is not None
+    return open_store(volume, connection, Path(lake_home)).stat(path) is not None
 
 
 def _joined(folder: str, name: str) -> str:

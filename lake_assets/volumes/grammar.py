@@ -168,8 +168,8 @@ def parse_copy_into_volume(cursor: TokenCursor, grammar: Grammar) -> Statement:
 
 def _parenthesized_query(cursor: TokenCursor, grammar: Grammar) -> Query:
     """`(SELECT …)`: the query between the parentheses, its nesting respected."""
-    open_token = cursor.peek()
     cursor.expect_symbol(TokenType.L_PAREN, "TABLE t or (SELECT …)")
+    open_token = cursor.tokens[cursor.position - 1]
     depth = 1
     while depth:
         token = cursor.peek()

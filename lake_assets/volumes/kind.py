@@ -2,7 +2,7 @@
 
 from lake_assets.core.kind import Kind
 from lake_assets.core.lifecycle import drop_object
-from lake_assets.volumes import engine, files
+from lake_assets.volumes import engine
 from lake_assets.volumes.entry import VolumeEntry
 from lake_assets.volumes.grammar import (
     SOURCES,
@@ -29,6 +29,5 @@ KIND = Kind(
     show=engine.show_volumes,
     describe=engine.describe_volume,
     drop=drop_object(VolumeEntry, engine.remove_directory_table),
-    landed=files.export_landed,
     defs="lake_assets.volumes.defs",
 )

@@ -41,7 +41,7 @@ TAKEN: dict[str, tuple[CatalogObject, str]] = {
         "CREATE TABLE STREAM x ON TABLE t",
     ),
     "dynamic_table": (
-        DynamicTableEntry("x", "/nowhere", "SELECT 1", (), ()),
+        DynamicTableEntry("x", "/nowhere", (), "SELECT 1", ()),
         "CREATE DYNAMIC TABLE x AS SELECT 1 AS one",
     ),
     "task": (TaskEntry("x"), "CREATE TASK x SCHEDULE = '1 MINUTE' AS INSERT INTO t SELECT 1"),

@@ -18,8 +18,8 @@ COLUMNS = (Column("category", "STRING", "the key"), Column("n", "BIGINT"))
 
 def dynamic(name: str, location: str = "/w/d-1", sources: tuple[str, ...] = ("t",)):
     return DynamicTableEntry(
-        name, location, "SELECT category, COUNT(*) AS n FROM t GROUP BY category", sources,
-        COLUMNS, ("__lake_rows",), "summary", 3600, "DEFAULT",
+        name, location, COLUMNS, "SELECT category, COUNT(*) AS n FROM t GROUP BY category",
+        sources, ("__lake_rows",), "summary", 3600, "DEFAULT",
     )  # fmt: skip
 
 

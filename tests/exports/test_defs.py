@@ -135,7 +135,7 @@ def test_the_day_just_ended_is_requested_after_midnight_utc_and_not_before(
     instance: DagsterInstance, tmp_path: Path
 ) -> None:
     export = ExportEntry("e", source="t", to_table="t_log")
-    asset = export_asset(export, "2026-03-01")
+    asset = export_asset(export, "2026-03-01", LakeSession)
     ticks = Ticks(Definitions(assets=[asset], resources=lazy(tmp_path)), instance)
     partitions = asset.partitions_def
     assert partitions is not None
@@ -163,7 +163,7 @@ def test_the_day_just_ended_is_requested_after_midnight_utc_and_not_before(
 def test_the_first_day_is_requested_only_once_it_has_ended(
     instance: DagsterInstance, tmp_path: Path
 ) -> None:
-    asset = export_asset(ExportEntry("e", source="t", to_table="t_log"), DAY)
+    asset = export_asset(ExportEntry("e", source="t", to_table="t_log"), DAY, LakeSession)
     ticks = Ticks(Definitions(assets=[asset], resources=lazy(tmp_path)), instance)
     assert ticks.at(2026, 3, 2, 10, 0, 0).total_requested == 0
     assert ticks.at(2026, 3, 3, 0, 0, 1).get_requested_partitions(export_key("e")) == {DAY}
@@ -178,7 +178,7 @@ def test_materializing_a_day_exports_its_records_with_their_counts(
         "DELETE FROM t WHERE k = 3"
     )
     today = datetime.now(UTC).strftime("%Y-%m-%d")
-    asset = export_asset(lake.catalog.get(ExportEntry, "e"), today)
+    asset = export_asset(lake.catalog.get(ExportEntry, "e"), today, LakeSession)
     resources = lazy(lake.settings.lake_home)
 
     def run(**tags: str) -> Any:

@@ -52,7 +52,7 @@ def ticker(lake: LakeSession, instance: DagsterInstance, partitions: int = 10_00
     cursor: list[str | None] = [None]
 
     def tick() -> SensorResult:
-        sensor = build_defs(lake.catalog, settings).resolve_sensor_def(STREAMS_SENSOR)
+        sensor = build_defs(lake.catalog, settings, LakeSession).resolve_sensor_def(STREAMS_SENSOR)
         result = sensor(build_sensor_context(instance=instance, cursor=cursor[0]))
         assert isinstance(result, SensorResult)
         for event in result.asset_events:
@@ -129,7 +129,7 @@ def test_a_stream_is_a_partitioned_asset_downstream_of_its_source(lake: LakeSess
 
 
 def test_without_streams_there_is_no_sensor(lake: LakeSession) -> None:
-    assert build_defs(Catalog(lake.settings.catalog_path), lake.settings).sensors == []
+    assert build_defs(Catalog(lake.settings.catalog_path), lake.settings, LakeSession).sensors == []
 
 
 def test_keys_follow_data_commits_and_are_materialized_once_consumed(

@@ -153,7 +153,9 @@ def test_a_scheduled_task_is_requested_once_per_cron_tick_in_its_time_zone(
             "USING CRON 0 2 * * * Europe/Paris", cron="0 2 * * *", timezone="Europe/Paris"
         ),
     )
-    ticks = Ticks(Definitions(assets=[task_asset(nightly)], resources=lazy(tmp_path)), instance)
+    ticks = Ticks(
+        Definitions(assets=[task_asset(nightly, LakeSession)], resources=lazy(tmp_path)), instance
+    )
     paris = ZoneInfo("Europe/Paris")
     assert ticks.at(datetime(2026, 3, 2, 1, 59, 50, tzinfo=paris)).total_requested == 0
     assert ticks.at(datetime(2026, 3, 2, 2, 0, 3, tzinfo=paris)).total_requested == 1
@@ -238,7 +240,7 @@ def test_materializing_a_task_runs_it_and_records_what_it_consumed(
 
     def run(**tags: str) -> Any:
         return materialize(
-            [task_asset(entry)], instance=instance, resources=resources, tags=tags,
+            [task_asset(entry, LakeSession)], instance=instance, resources=resources, tags=tags,
             raise_on_error=False,
         )  # fmt: skip
 

@@ -38,7 +38,7 @@ from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
 from lake_assets.core.states import BatchState
 from lake_assets.pipes.entry import PipeEntry
-from lake_assets.pipes.grammar import KafkaCopy, kafka_copy_of
+from lake_assets.pipes.grammar import KafkaCopy, kafka_copy_of, kafka_source_of
 from lake_assets.pipes.kafka.bad_messages import (
     TooManyBadMessages,
     decoded,
@@ -54,7 +54,7 @@ from lake_assets.tables.entry import TableEntry
 from resources.kafka import KafkaAdmin, Topic, isolation, resolved
 
 if TYPE_CHECKING:
-    from lake_assets.session import LakeSession
+    from lake_assets.core.kind import Context
 
 
 class PipeStopped(LakeError):
@@ -80,12 +80,12 @@ class BatchOutcome:
         )
 
 
-def kafka_copy(pipe: PipeEntry) -> KafkaCopy:
-    return kafka_copy_of(pipe.copy_statement)
+def kafka_source(pipe: PipeEntry) -> KafkaSource:
+    return kafka_source_of(pipe.copy_statement)
 
 
 def admin_of(pipe: PipeEntry, settings: LakeSettings) -> KafkaAdmin:
-    source = kafka_copy(pipe).kafka
+    source = kafka_source(pipe)
     return KafkaAdmin(source.bootstrap, resolved(dict(source.options), settings.lake_home))
 
 
@@ -164,7 +164,7 @@ def _plan(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry) -> KafkaBat
         return previous
     admin = admin_of(pipe, settings)
     topic = _checked_topic(admin, pipe)
-    level = isolation(dict(kafka_copy(pipe).kafka.options))
+    level = isolation(dict(kafka_source(pipe).options))
     ended = previous.end if previous is not None else _first_start(admin, pipe, topic)
     start = _start(pipe, topic, ended, admin.offsets(topic, "earliest", level))
     latest = admin.offsets(topic, "latest", level)
@@ -178,10 +178,17 @@ def _plan(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry) -> KafkaBat
             number=previous.number + 1 if previous else 1,
             start=start,
             end={p: max(end[p], start[p]) for p in start},
-            table_version=catalog.relation(pipe.table).version,
+            table_version=_version(catalog, pipe.table),
             planned_at=now_utc(),
         )
     )
+
+
+def _version(catalog: Catalog, table: str) -> int:
+    """The table's version as a batch is planned: its commit is looked for after it (from the
+    start when the catalog does not know it yet)."""
+    version = catalog.stored(table).version
+    return -1 if version is None else version
 
 
 def batch_record(pipe: PipeEntry, batch: KafkaBatch) -> dict[str, Any]:
@@ -206,10 +213,10 @@ def _fence(pipe: PipeEntry, batch: KafkaBatch) -> Fence:
     return Fence(app_id, batch.table_version, batch.number)
 
 
-def _write(session: LakeSession, pipe: PipeEntry, batch: KafkaBatch, record: dict) -> None:
+def _write(session: Context, pipe: PipeEntry, batch: KafkaBatch, record: dict) -> None:
     """INSERT INTO the table the pipe's SELECT over exactly the batch's offsets; when the SELECT
     fails on some messages, the others once those are set aside (see bad_messages)."""
-    copy = kafka_copy(pipe)
+    copy = kafka_copy_of(pipe.copy_statement, session.grammar)
     source = replace(
         copy.kafka,
         start_offsets=json.dumps(record["start"]),
@@ -238,7 +245,7 @@ def _write(session: LakeSession, pipe: PipeEntry, batch: KafkaBatch, record: dic
     failpoints.reached(failpoints.KAFKA_AFTER_COMMIT)
 
 
-def _raw(session: LakeSession, source: KafkaSource) -> DataFrame:
+def _raw(session: Context, source: KafkaSource) -> DataFrame:
     """The batch's messages read once into Spark's memory, for the search and the write."""
     options = resolved(dict(source.options), session.settings.lake_home)
     ranges = bounded_ranges(KafkaAdmin(source.bootstrap, options), source)
@@ -246,7 +253,7 @@ def _raw(session: LakeSession, source: KafkaSource) -> DataFrame:
 
 
 def _bad_messages(
-    session: LakeSession,
+    session: Context,
     copy: KafkaCopy,
     raw: DataFrame,
     ranges: dict[int, tuple[int, int]],
@@ -269,7 +276,7 @@ def _bad_messages(
     return find_bad(raw, ranges, evaluate, limit)
 
 
-def run_batch(session: LakeSession, name: str) -> BatchOutcome | None:
+def run_batch(session: Context, name: str) -> BatchOutcome | None:
     """Load the pipe's planned batch (planning one if none is): one commit, once."""
     catalog, spark = session.catalog, session.spark
     pipe = catalog.get(PipeEntry, name)
@@ -306,7 +313,7 @@ def run_batch(session: LakeSession, name: str) -> BatchOutcome | None:
         )
     bad = decoded((decode(commit.user_metadata, Marker.KAFKA) or {}).get("bad", []))
     catalog.record_bad_messages(name, batch.number, bad)
-    changes = row_changes(commit.operation, commit.operation_metrics)
+    changes = row_changes(commit.operation or "", commit.operation_metrics)
     record_commit_state(spark, catalog, target, commit.version, changes)
     settled = catalog.settle_batch(
         name,
@@ -327,7 +334,7 @@ def _report_lag(
     try:
         admin = admin_of(pipe, settings)
         admin.commit(pipe.group_id, pipe.topic, batch.end)
-        level = isolation(dict(kafka_copy(pipe).kafka.options))
+        level = isolation(dict(kafka_source(pipe).options))
         latest = admin.offsets(admin.topic(pipe.topic), "latest", level)
     except LakeError:
         return None

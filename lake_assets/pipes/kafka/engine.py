@@ -13,15 +13,15 @@ from lake_assets.core.results import Result
 from lake_assets.core.states import BatchState, PipeKind
 from lake_assets.pipes.entry import PipeEntry
 from lake_assets.pipes.grammar import CreatePipe, KafkaCopy
-from lake_assets.pipes.kafka.batches import admin_of, kafka_copy, resume_point
+from lake_assets.pipes.kafka.batches import admin_of, kafka_source, resume_point
 from lake_assets.tables.entry import TableEntry
 from resources.kafka import KafkaAdmin, isolation, resolved
 
 if TYPE_CHECKING:
-    from lake_assets.session import LakeSession
+    from lake_assets.core.kind import Context
 
 
-def create_kafka_pipe(session: LakeSession, stmt: CreatePipe, copy: KafkaCopy) -> Result:
+def create_kafka_pipe(session: Context, stmt: CreatePipe, copy: KafkaCopy) -> Result:
     """Register the pipe once its table, topic and group check out; it reads nothing yet."""
     catalog = session.catalog
     table = catalog.get(TableEntry, copy.table)
@@ -75,12 +75,12 @@ def _offsets_text(offsets: dict[int, int] | None) -> str | None:
     return None if offsets is None else ", ".join(f"{p}:{o}" for p, o in sorted(offsets.items()))
 
 
-def _positions(session: LakeSession, pipe: PipeEntry) -> tuple[dict[int, int] | None, str | None]:
+def _positions(session: Context, pipe: PipeEntry) -> tuple[dict[int, int] | None, str | None]:
     """The topic's latest offsets, or why they cannot be read now."""
     try:
         admin = admin_of(pipe, session.settings)
         topic = admin.topic(pipe.topic)
-        level = isolation(dict(kafka_copy(pipe).kafka.options))
+        level = isolation(dict(kafka_source(pipe).options))
         return admin.offsets(topic, "latest", level), None
     except LakeError as error:
         return None, str(error)
@@ -90,7 +90,7 @@ def _last_committed(batches: list[KafkaBatch]) -> KafkaBatch | None:
     return next((b for b in batches if b.state == BatchState.COMMITTED), None)
 
 
-def describe_kafka_pipe(session: LakeSession, pipe: PipeEntry) -> Result:
+def describe_kafka_pipe(session: Context, pipe: PipeEntry) -> Result:
     batches = session.catalog.batches(pipe.name, limit=2)
     done = _last_committed(batches)
     committed = done.end if done is not None else {}
@@ -99,7 +99,7 @@ def describe_kafka_pipe(session: LakeSession, pipe: PipeEntry) -> Result:
     if latest is not None:
         lag = {p: latest[p] - committed.get(p, 0) for p in latest}
     last = batches[0] if batches else None
-    source = kafka_copy(pipe).kafka
+    source = kafka_source(pipe)
     return Result.properties(
         **{
             "name": pipe.name,

@@ -123,6 +123,7 @@ def _arguments(cursor: TokenCursor) -> KafkaSource:
         strings.append(cursor.string(f"{what} as a quoted string"))
         cursor.expect_symbol(TokenType.COMMA, ",")
     bootstrap, topic, pattern, group_id, *managed = strings
+    start_offsets, end_offsets, start_timestamp, end_timestamp = managed
     if pattern:
         raise LakeError(
             "READ_KAFKA: topic patterns are not supported yet",
@@ -141,7 +142,17 @@ def _arguments(cursor: TokenCursor) -> KafkaSource:
     cursor.expect_symbol(TokenType.COMMA, ",")
     options = _options(cursor)
     return KafkaSource(
-        bootstrap, topic, group_id, *managed, key_format, value_format, max_errors, options
+        bootstrap,
+        topic,
+        group_id,
+        start_offsets,
+        end_offsets,
+        start_timestamp,
+        end_timestamp,
+        key_format,
+        value_format,
+        max_errors,
+        options,
     )
 
 

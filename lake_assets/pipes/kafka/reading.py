@@ -18,7 +18,7 @@ from lake_assets.pipes.kafka.grammar import KafkaErrorsSource, KafkaFormat, Kafk
 from resources.kafka import KafkaAdmin, Topic, isolation, resolved
 
 if TYPE_CHECKING:
-    from lake_assets.session import LakeSession
+    from lake_assets.core.kind import Context
 
 # READ_KAFKA's columns, in order: Spark's Kafka source names timestampType in camel case.
 COLUMNS = (
@@ -145,7 +145,7 @@ def read_ranges(
     )
 
 
-def read_kafka(session: LakeSession, source: KafkaSource) -> DataFrame:
+def read_kafka(session: Context, source: KafkaSource) -> DataFrame:
     """READ_KAFKA in a query: a bounded read, its end fixed when the statement starts."""
     options = resolved(dict(source.options), session.settings.lake_home)
     ranges = bounded_ranges(KafkaAdmin(source.bootstrap, options), source)
@@ -158,7 +158,7 @@ ERRORS_SCHEMA = (
 )
 
 
-def read_kafka_errors(session: LakeSession, source: KafkaErrorsSource) -> DataFrame:
+def read_kafka_errors(session: Context, source: KafkaErrorsSource) -> DataFrame:
     """kafka_errors('p'): the pipe's bad messages, from the catalog's index of its commits."""
     session.catalog.get(PipeEntry, source.pipe)
     return session.spark.createDataFrame(

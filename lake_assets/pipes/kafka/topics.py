@@ -9,7 +9,7 @@ from dagster import AssetKey, AssetObservation, AssetSpec
 
 from lake_assets.core.settings import LakeSettings
 from lake_assets.pipes.entry import PipeEntry
-from lake_assets.pipes.kafka.batches import admin_of, kafka_copy
+from lake_assets.pipes.kafka.batches import admin_of, kafka_source
 from lake_assets.volumes.defs import DATA_VERSION_TAG
 from resources.kafka import isolation
 
@@ -21,7 +21,7 @@ def topic_key(topic: str) -> AssetKey:
 
 
 def topic_spec(pipe: PipeEntry) -> AssetSpec:
-    source = kafka_copy(pipe).kafka
+    source = kafka_source(pipe)
     return AssetSpec(
         topic_key(pipe.topic),
         group_name=TOPICS_GROUP,
@@ -33,7 +33,7 @@ def topic_spec(pipe: PipeEntry) -> AssetSpec:
 def topic_observation(settings: LakeSettings, pipe: PipeEntry) -> AssetObservation:
     """The topic's latest offsets as its data version (a LakeError when the broker is away)."""
     admin = admin_of(pipe, settings)
-    level = isolation(dict(kafka_copy(pipe).kafka.options))
+    level = isolation(dict(kafka_source(pipe).options))
     latest = admin.offsets(admin.topic(pipe.topic), "latest", level)
     version = json.dumps({str(p): o for p, o in sorted(latest.items())})
     return AssetObservation(
