@@ -1,7 +1,7 @@
-"""`make demo`: the seed's whole flow, hands-off through the real Dagster daemon.
+"""`make demo`: the whole flow, hands-off through the real Dagster daemon.
 
 Tables (demo/tables.sql) → volumes, exports and the pipe (demo/pipeline.sql) → the dynamic table
-(demo/dynamic.sql) → seed 002's table streams (demo/streams.sql) → tasks on a stream of sales_ods
+(demo/dynamic.sql) → table streams (demo/streams.sql) → tasks on a stream of sales_ods
 and on a volume stream (demo/tasks.sql) → the daemon starts, with a warm Spark Connect server for
 its runs, as `make dev` does → two batches of files land in the pipe's volume; each time the pipe's
 sensor loads them into sales_ods, the automation sensor refreshes sales_summary and the task
@@ -181,7 +181,7 @@ def main() -> None:
         banner("Step 6: the dynamic table (demo/dynamic.sql)")
         run(session, (ROOT / "demo" / "dynamic.sql").read_text())
 
-        banner("Table streams: seed 002's APPEND_ONLY and STANDARD examples (demo/streams.sql)")
+        banner("Table streams: the APPEND_ONLY and STANDARD examples (demo/streams.sql)")
         run(session, (ROOT / "demo" / "streams.sql").read_text())
         banner("Tasks on a stream of sales_ods and on a volume stream (demo/tasks.sql)")
         run(session, (ROOT / "demo" / "tasks.sql").read_text())

@@ -1,4 +1,4 @@
-"""The `lake` command: run the seed dialect's SQL from a string or a file."""
+"""The `lake` command: run the lakehouse's SQL from a string or a file."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Python session API of seed 003: `Session.builder.configs({...}).create()`,
+"""The Python session API: `Session.builder.configs({...}).create()`,
 `session.sql(…)`, `session.table(…)` and `frame.write.save_as_table(…)`, over a LakeSession.
 
 Frames are PySpark DataFrames behind a thin proxy (`LakeFrame`) that remembers which stream
@@ -42,7 +42,7 @@ from lake_assets.tables.engine import create_table, drop_table
 from lake_assets.tables.entry import TableEntry
 from lake_assets.tables.grammar import CreateTable, DropTable
 
-# Settings of `Session.builder.configs`: ours, then the seed's that a one-schema lake accepts.
+# Settings of `Session.builder.configs`: ours, then the documented ones a one-schema lake takes.
 SETTINGS = ("lake_home", "spark_master", "spark_remote", "spark_conf", "schema", "vcluster")
 SCHEMA = "public"
 SAVE_MODES = ("append", "overwrite", "errorifexists", "ignore")
@@ -89,7 +89,7 @@ def session_settings(options: Mapping[str, Any]) -> LakeSettings:
 
 
 class SessionBuilder:
-    """`Session.builder`: settings first, then `create()`, as in the seed."""
+    """`Session.builder`: settings first, then `create()`, as documented."""
 
     def __init__(self) -> None:
         self._options: dict[str, Any] = {}
@@ -140,7 +140,7 @@ def _lake(settings: LakeSettings, spark: Callable[[], SparkSession]) -> LakeSess
 
 
 class Session:
-    """The seed's session: SQL of our whole dialect, and tables and streams as DataFrames."""
+    """The Python API's session: SQL of our whole dialect, and tables and streams as DataFrames."""
 
     builder = _NewBuilder()
 
@@ -280,7 +280,7 @@ class SqlResult:
     results: list[Result]
 
     def collect(self) -> list[Row]:
-        """PySpark Rows, as the seed's `.collect()` returns for every statement."""
+        """PySpark Rows, as the Python API's `.collect()` returns for every statement."""
         if not self.results:
             return []
         last = self.results[-1]

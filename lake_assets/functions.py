@@ -1,10 +1,10 @@
-"""PySpark's column functions under the seed's import, `from lake_assets import functions as F`."""
+"""PySpark's column functions as documented, `from lake_assets import functions as F`."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyspark.sql.functions import *  # noqa: F403 - the whole of PySpark's functions, as the seed's
+from pyspark.sql.functions import *  # noqa: F403 - the whole of PySpark's functions, as the Python API's
 from pyspark.sql.functions import __all__ as _pyspark_functions
 
 if TYPE_CHECKING:

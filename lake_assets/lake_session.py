@@ -1,4 +1,4 @@
-"""A lakehouse session: runs the seed dialect's statements against the catalog and Spark.
+"""A lakehouse session: runs the dialect's statements against the catalog and Spark.
 
 Each statement goes to the kind that owns it (`lake_assets.kinds`); queries, and the SHOW /
 DESC / DROP forms every kind shares, are dispatched here."""

@@ -448,7 +448,7 @@ def _counted(frame: DataFrame) -> tuple[DataFrame, Callable[[], dict[str, int]]]
 
 def _retrying(export: ExportEntry, action: Callable[[], T]) -> T:
     """`action`, tried again after a transient failure up to MAX_RETRIES times, waiting longer
-    each time (30 tries take about four minutes, as the seed's do)."""
+    each time (30 tries take about four minutes, as a managed changelog export's do)."""
     for attempt in range(export.max_retries + 1):
         try:
             return action()

@@ -9,7 +9,7 @@ from typing import ClassVar
 from lake_assets.core.entries import RELATION, CatalogObject
 
 EXPORT = "export"
-# The status table's name when STATUS_TABLE is not given (the seed's is its own product's).
+# The status table's name when STATUS_TABLE is not given (a managed product names its own).
 DEFAULT_STATUS_TABLE = "lake_changelog_status"
 DEFAULT_MAX_RETRIES = 30
 

@@ -169,7 +169,7 @@ def _named_number(cursor: TokenCursor, name: str) -> int:
 
 
 def parse_export_changelog(cursor: TokenCursor, grammar: Grammar) -> Statement:
-    """Exactly one of DATE and the range, as the seed requires."""
+    """Exactly one of DATE and the range, as EXPORT CHANGELOG requires."""
     cursor.usage = EXPORT_CHANGELOG
     cursor.expect("EXPORT", "CHANGELOG")
     name = cursor.name("an export name")

@@ -1,4 +1,4 @@
-"""A range of a table's commits as per-column operation records (seed 004's six-tuple), as one
+"""A range of a table's commits as per-column operation records (the changelog's six-tuple), as one
 Spark SQL query over Delta's change data feed.
 
 Within one commit, a key's row images pair up: no old image is an insert, no new image a delete,
@@ -39,7 +39,7 @@ _COMPLEX = ("array<", "map<", "struct<")
 
 
 class OpType(StrEnum):
-    """What a record does to its row's column (the seed's names; DO is never produced)."""
+    """What a record does to its row's column (the changelog's names; DO is never produced)."""
 
     UPDATE = "U"
     DELETE_ONE_VERSION = "DO"
@@ -48,7 +48,7 @@ class OpType(StrEnum):
 
 
 def record_columns(key: Sequence[Column], sequence_info: bool) -> list[Column]:
-    """The records' schema: the key's columns under their own names, then the seed's."""
+    """The records' schema: the key's columns under their own names, then the changelog's."""
     return [
         *(Column(column.name, column.type) for column in key),
         Column(COLUMN_NAME, "STRING"),

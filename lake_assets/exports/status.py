@@ -1,4 +1,4 @@
-"""The status table: a real Delta table, shared by exports as the seed's is, holding one row per
+"""The status table: a real Delta table, shared by exports, holding one row per
 export run, so that an export starts where the one before it left off instead of scanning the
 history again, and a range exported in full is not read twice."""
 

@@ -1,1 +1,1 @@
-"""The seed's SQL dialect: script splitting, our DDL parser, and table binding for Spark SQL."""
+"""The SQL dialect: script splitting, our DDL parser, and table binding for Spark SQL."""

@@ -1,4 +1,4 @@
-"""The seed dialect as a table of parsers: each object kind adds its statements and special
+"""The dialect as a table of parsers: each object kind adds its statements and special
 relations; the forms every kind shares (SHOW, DESC, DROP) and Spark SQL are parsed here once."""
 
 from __future__ import annotations

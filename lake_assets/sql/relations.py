@@ -1,4 +1,4 @@
-"""The seed's non-SQL relations inside queries (VOLUME …, DIRECTORY(VOLUME …), load_history(…))
+"""The dialect's non-SQL relations inside queries (VOLUME …, DIRECTORY(VOLUME …), load_history(…))
 are cut out and replaced by placeholder names that the session turns into temporary views. Each
 kind names the words that start its relations; this module only walks the text."""
 

@@ -1,4 +1,4 @@
-"""Column types of the seed's CREATE TABLE, mapped onto Spark SQL type names; Spark's types
+"""Column types of the dialect's CREATE TABLE, mapped onto Spark SQL type names; Spark's types
 written back as SQL, and the form in which values of any type compare."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """A stream's rows for one range of its source's versions, as one Spark SQL query: Delta's net
 changes by row id (row tracking) for STANDARD, the change data feed's inserts for APPEND_ONLY.
-Each row carries the version that wrote its image and that commit's time, as the seed's outputs
-show. The query is plain text, so a statement inlines it and a session API frame is built from
-it, on a local session and over Spark Connect alike."""
+Each row carries the version that wrote its image and that commit's time, as a stream's
+documented outputs show. The query is plain text, so a statement inlines it and a session API
+frame is built from it, on a local session and over Spark Connect alike."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ COMMIT_VERSION = "__commit_version"
 COMMIT_TIMESTAMP = "__commit_timestamp"
 METADATA_COLUMNS = (CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP)
 
-# Delta's change types, as the seed names them.
+# Delta's change types, as streams name them.
 _CHANGE_TYPES = {
     "insert": ChangeType.INSERT,
     "update_preimage": ChangeType.UPDATE_BEFORE,
@@ -83,8 +83,8 @@ def _net_changes(
 ) -> str:
     """The net change per row id; UPDATE_BEFORE and DELETE rows show the image at the offset."""
     cases = " ".join(
-        f"WHEN {sql_string(delta)} THEN {sql_string(seed.value)}"
-        for delta, seed in _CHANGE_TYPES.items()
+        f"WHEN {sql_string(delta)} THEN {sql_string(ours.value)}"
+        for delta, ours in _CHANGE_TYPES.items()
     )
     changes = (
         f"SELECT CASE _change_type {cases} END AS {CHANGE_TYPE}, {_select(columns)}, "

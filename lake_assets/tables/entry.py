@@ -15,7 +15,7 @@ _COMPLEX_TYPES = ("ARRAY", "MAP", "STRUCT", "VARIANT")
 
 @dataclass(frozen=True)
 class TableEntry(StoredRelation):
-    """A Delta table the lakehouse owns; `properties` are the seed-level ones (change_tracking);
+    """A Delta table the lakehouse owns; `properties` are the dialect's own (change_tracking);
     `primary_key` is declared for readers (changelog exports), never enforced on writes."""
 
     NAMESPACE: ClassVar[str] = RELATION

@@ -19,7 +19,7 @@ READ_KAFKA = (
     "'start_timestamp', 'end_timestamp', 'raw'|'string', 'raw'|'string', max_errors, "
     "map('kafka.setting', 'value', …)))"
 )
-# What the pipe manages by itself (the seed): a pipe's READ_KAFKA leaves these empty.
+# What the pipe manages by itself, as a managed one does: its READ_KAFKA leaves these empty.
 MANAGED = ("start_offsets", "end_offsets", "start_timestamp", "end_timestamp")
 # Client settings that are READ_KAFKA's own arguments, or that the pipe owns.
 RESERVED = {
