@@ -22,12 +22,12 @@ jars: install
 demo: jars
 	$(BIN)/python demo/seed_flow.py
 
-# Tests run in TEST_WORKERS processes, each with its own Spark session and servers, handed one
-# test at a time (the longest first: tests/conftest.py).
+# Tests run in TEST_WORKERS processes, each with its own Spark session and servers; a worker that
+# runs out of tests takes half of another's (work stealing).
 TEST_WORKERS ?= 3
 
 test: jars lint
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist load --maxschedchunk 1
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal
 
 lint: install
 	$(BIN)/ruff check .

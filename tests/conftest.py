@@ -31,33 +31,6 @@ s3_endpoint = s3_endpoint_fixture(scope="session")
 postgres_url = postgres_url_fixture(scope="session")
 kafka_broker = kafka_broker_fixture(scope="session")
 
-# The longest tests (a deployment's processes, many drawn examples), longest first: the suite
-# hands out one test at a time (`--dist load --maxschedchunk 1`), so these start at once on
-# every worker and the short ones fill in around them, instead of one ending the run alone.
-LONGEST_FIRST = (
-    "tests/test_scale_out.py",
-    "tests/streams/test_changelog.py",
-    "tests/dynamic_tables/test_properties.py",
-    "tests/streams/test_properties.py",
-    "tests/warehouse/test_s3_warehouse.py",
-    "tests/pipes/kafka/test_kill.py",
-    "tests/exports/test_properties.py",
-    "tests/test_daemon.py",
-    "tests/pipes/kafka/test_daemon.py",
-    "tests/resources/test_spark_cluster.py",
-    "tests/streams/test_engine.py",
-    "tests/warehouse/test_append_races.py",
-)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    def rank(item: pytest.Item) -> int:
-        path = item.nodeid.split("::")[0]
-        return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
-
-    items.sort(key=rank)
-
-
 # Property tests: a few examples while developing, more in CI (CI=true), or as HYPOTHESIS_PROFILE.
 settings.register_profile("dev", max_examples=3)
 settings.register_profile("ci", max_examples=6)
