@@ -31,6 +31,15 @@ s3_endpoint = s3_endpoint_fixture(scope="session")
 postgres_url = postgres_url_fixture(scope="session")
 kafka_broker = kafka_broker_fixture(scope="session")
 
+# The longest test (a whole deployment: cluster, S3, Postgres, the daemon) goes first, so that it
+# never ends the run alone; the rest keep their file order (each worker takes a third of them).
+FIRST = "tests/test_scale_out.py"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.nodeid.split("::")[0] != FIRST)
+
+
 # Property tests: a few examples while developing, more in CI (CI=true), or as HYPOTHESIS_PROFILE.
 settings.register_profile("dev", max_examples=3)
 settings.register_profile("ci", max_examples=6)
