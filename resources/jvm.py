@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import shutil
 import subprocess
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,6 +72,13 @@ def check_java() -> str:
         "Spark and Kafka need a Java 17 runtime and none was found",
         "install it (for example `apt-get install openjdk-17-jre-headless`) or set JAVA_HOME",
     )
+
+
+def extra_jvm_options(environ: Mapping[str, str] | None = None) -> list[str]:
+    """LAKE_JVM_OPTIONS, added to every JVM we start (Spark's driver and executors, a Spark Connect
+    server, a Kafka broker, a cluster's daemons): e.g. `-XX:TieredStopAtLevel=1`, which spares
+    short jobs on small data most of the JIT compiler's work (the tests run so)."""
+    return shlex.split((os.environ if environ is None else environ).get("LAKE_JVM_OPTIONS", ""))
 
 
 def cached_jars(jar_set: JarSet, jars_dir: Path) -> list[Path]:

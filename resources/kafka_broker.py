@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient
 
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
-from resources.jvm import KAFKA_BROKER, check_java, fetch_jars
+from resources.jvm import KAFKA_BROKER, check_java, extra_jvm_options, fetch_jars
 from resources.spark_server import LOOPBACK, die_with_parent, free_port, listening, stop
 
 DEFAULT_PORT = 9092
@@ -84,6 +84,7 @@ def _java(jars_dir: Path, main_class: str, *args: str) -> list[str]:
     return [
         check_java(),
         *_JVM_OPTIONS,
+        *extra_jvm_options(),
         f"-Dlog4j2.configurationFile={_LOG4J_CONFIG}",
         "-cp",
         str(KAFKA_BROKER.folder(jars_dir) / "*"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import socket
 import sys
 from collections.abc import Iterator, Mapping
@@ -22,7 +23,14 @@ from pyspark.sql import SparkSession
 
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LOCAL_MASTER, LakeSettings
-from resources.jvm import S3_LOG_STORE, SPARK_JAR_SETS, check_java, fetch_jars, s3_log_store_jar
+from resources.jvm import (
+    S3_LOG_STORE,
+    SPARK_JAR_SETS,
+    check_java,
+    extra_jvm_options,
+    fetch_jars,
+    s3_log_store_jar,
+)
 from resources.s3a import endpoint_settings
 
 _LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
@@ -31,6 +39,8 @@ DEFAULT_CONNECT_PORT = 15002
 
 def spark_conf(settings: LakeSettings, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """Spark configuration for Delta on a small machine; LAKE_SPARK_CONF entries win."""
+    environ = os.environ if environ is None else environ
+    jvm_options = shlex.join(extra_jvm_options(environ))
     conf = {
         "spark.master": settings.spark_master,
         "spark.app.name": "lake",
@@ -47,9 +57,12 @@ def spark_conf(settings: LakeSettings, environ: Mapping[str, str] | None = None)
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.warehouse.dir": settings.warehouse_location,
         "spark.driver.extraJavaOptions": (
-            f"-Dlog4j2.configurationFile={_LOG4J_CONFIG} -Dlake.log.dir={settings.log_dir}"
-        ),
+            f"-Dlog4j2.configurationFile={_LOG4J_CONFIG} -Dlake.log.dir={settings.log_dir} "
+            f"{jvm_options}"
+        ).strip(),
     }
+    if jvm_options:
+        conf["spark.executor.extraJavaOptions"] = jvm_options
     cores = local_cores(settings.spark_master)
     if cores is not None:
         # Spark's own default for a local master, set so that SQL code can read it: incremental
@@ -58,7 +71,7 @@ def spark_conf(settings: LakeSettings, environ: Mapping[str, str] | None = None)
         # Nothing outside this machine talks to a local driver: its ports stay on loopback.
         conf["spark.driver.bindAddress"] = conf["spark.driver.host"] = "127.0.0.1"
     if settings.warehouse_location.startswith("s3a://"):
-        conf.update(s3a_conf(os.environ if environ is None else environ))
+        conf.update(s3a_conf(environ))
     conf.update(settings.spark_conf)
     return conf
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import time
@@ -21,7 +22,7 @@ import pyspark
 
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
-from resources.jvm import check_java
+from resources.jvm import check_java, extra_jvm_options
 from resources.spark_server import LOOPBACK, die_with_parent, free_port, listening
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
@@ -74,6 +75,7 @@ def daemon_env(scratch: Path) -> dict[str, str]:
         "SPARK_LOCAL_DIRS": str(scratch),
         "SPARK_DAEMON_MEMORY": _DAEMON_MEMORY,
         "SPARK_MASTER_OPTS": f"{master_opts} -Dspark.master.rest.enabled=false".strip(),
+        "SPARK_DAEMON_JAVA_OPTS": shlex.join(extra_jvm_options()),
     }
 
 

@@ -40,6 +40,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.nodeid.split("::")[0] != FIRST)
 
 
+# Every JVM the tests start (Spark drivers, a Connect server, the Kafka broker, a cluster's daemons
+# and executors) compiles with C1 only: on tables of a few rows, C2's compiling cost about a third
+# of the JVMs' CPU and never paid back. The run inherits it through LAKE_JVM_OPTIONS.
+os.environ.setdefault("LAKE_JVM_OPTIONS", "-XX:TieredStopAtLevel=1")
+
 # Property tests: a few examples while developing, more in CI (CI=true), or as HYPOTHESIS_PROFILE.
 settings.register_profile("dev", max_examples=3)
 settings.register_profile("ci", max_examples=6)

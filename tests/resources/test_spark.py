@@ -1,9 +1,11 @@
-"""The Spark configuration a lake session starts with (no JVM)."""
+"""The Spark configuration a lake session starts with, and the driver it starts."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from pyspark.sql import SparkSession
 
 from lake_assets.core.settings import LakeSettings
 from resources.jvm import S3_LOG_STORE
@@ -29,6 +31,24 @@ def test_the_cores_are_readable_as_default_parallelism_unless_overridden(tmp_pat
         lake_home=tmp_path, spark_master="local[3]", spark_conf={"spark.default.parallelism": "8"}
     )
     assert spark_conf(chosen)["spark.default.parallelism"] == "8"
+
+
+def test_jvm_options_reach_the_driver_and_executors_beside_the_log_settings(tmp_path: Path) -> None:
+    environ = {"LAKE_JVM_OPTIONS": "-XX:TieredStopAtLevel=1 '-Dlake.note=a b'"}
+    conf = spark_conf(LakeSettings(lake_home=tmp_path), environ)
+    driver = conf["spark.driver.extraJavaOptions"]
+    assert driver.startswith("-Dlog4j2.configurationFile=")
+    assert driver.endswith(
+        f"-Dlake.log.dir={tmp_path / 'logs'} -XX:TieredStopAtLevel=1 '-Dlake.note=a b'"
+    )
+    assert conf["spark.executor.extraJavaOptions"] == "-XX:TieredStopAtLevel=1 '-Dlake.note=a b'"
+    assert "spark.executor.extraJavaOptions" not in spark_conf(LakeSettings(lake_home=tmp_path), {})
+
+
+def test_the_tests_driver_runs_with_the_jvm_options(spark: SparkSession) -> None:
+    """The suite's own driver got LAKE_JVM_OPTIONS (tests/conftest.py sets it) at launch."""
+    runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()  # type: ignore[union-attr]
+    assert "-XX:TieredStopAtLevel=1" in list(runtime.getInputArguments())
 
 
 def test_a_local_warehouse_needs_no_s3a_settings(tmp_path: Path) -> None:
