@@ -76,8 +76,9 @@ def check_java() -> str:
 
 def extra_jvm_options(environ: Mapping[str, str] | None = None) -> list[str]:
     """LAKE_JVM_OPTIONS, added to every JVM we start (Spark's driver and executors, a Spark Connect
-    server, a Kafka broker, a cluster's daemons): e.g. `-XX:TieredStopAtLevel=1`, which spares
-    short jobs on small data most of the JIT compiler's work (the tests run so)."""
+    server, a Kafka broker, a cluster's daemons): e.g. `-XX:TieredStopAtLevel=1
+    -XX:ReservedCodeCacheSize=512m`, which spares short jobs on small data most of the JIT
+    compiler's work (the tests run so)."""
     return shlex.split((os.environ if environ is None else environ).get("LAKE_JVM_OPTIONS", ""))
 
 

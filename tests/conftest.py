@@ -42,8 +42,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 # Every JVM the tests start (Spark drivers, a Connect server, the Kafka broker, a cluster's daemons
 # and executors) compiles with C1 only: on tables of a few rows, C2's compiling cost about a third
-# of the JVMs' CPU and never paid back. The run inherits it through LAKE_JVM_OPTIONS.
-os.environ.setdefault("LAKE_JVM_OPTIONS", "-XX:TieredStopAtLevel=1")
+# of the JVMs' CPU and never paid back. C1 alone gets a 48 MB code cache, which a worker's driver
+# filled within minutes (thousands of generated query classes): its sweeper then took a quarter
+# of the JVM's CPU and new code ran interpreted, so the cache is sized as tiered compilation's.
+# The run inherits these through LAKE_JVM_OPTIONS.
+os.environ.setdefault("LAKE_JVM_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=512m")
 
 # Property tests: a few examples while developing, more in CI (CI=true), or as HYPOTHESIS_PROFILE.
 settings.register_profile("dev", max_examples=3)

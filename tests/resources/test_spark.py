@@ -48,7 +48,8 @@ def test_jvm_options_reach_the_driver_and_executors_beside_the_log_settings(tmp_
 def test_the_tests_driver_runs_with_the_jvm_options(spark: SparkSession) -> None:
     """The suite's own driver got LAKE_JVM_OPTIONS (tests/conftest.py sets it) at launch."""
     runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()  # type: ignore[union-attr]
-    assert "-XX:TieredStopAtLevel=1" in list(runtime.getInputArguments())
+    arguments = list(runtime.getInputArguments())
+    assert {"-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=512m"} <= set(arguments)
 
 
 def test_a_local_warehouse_needs_no_s3a_settings(tmp_path: Path) -> None:
