@@ -14,7 +14,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
+from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.daemon import ROOT, spawn_daemon
@@ -37,6 +37,18 @@ UNFINISHED = RunsFilter(
         DagsterRunStatus.CANCELING,
     ]
 )
+
+
+def failed_steps(instance: DagsterInstance) -> list[str]:
+    """Each failed run's step errors: a test waiting on the daemon stops at the first one."""
+    return [
+        f"run {run.run_id} ({run.job_name}): {event.dagster_event.step_failure_data.error.message}"
+        for run in instance.get_runs(RunsFilter(statuses=[DagsterRunStatus.FAILURE]))
+        for event in instance.all_logs(run.run_id, of_type=DagsterEventType.STEP_FAILURE)
+        if event.dagster_event
+        and event.dagster_event.step_failure_data
+        and event.dagster_event.step_failure_data.error
+    ]
 
 
 @dataclass

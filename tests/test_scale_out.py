@@ -23,7 +23,7 @@ from lake_assets.daemon import spawn_daemon
 from resources.spark_cluster import Cluster
 from resources.spark_server import LOOPBACK
 from tests.s3_server import ACCESS_ID, ACCESS_KEY, REGION, aws_env, new_bucket, s3_client
-from tests.test_daemon import UNFINISHED
+from tests.test_daemon import UNFINISHED, failed_steps
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 # Generous: every run starts a driver of its own, and they share two cores with the suite.
@@ -102,10 +102,13 @@ def lake_sql(script: str) -> str:
 
 
 def wait_until(what: str, done: Callable[[], bool], log: Path) -> None:
+    """Until `done`, failing at once when a run failed (its error) or after the patience."""
     deadline = time.monotonic() + PATIENCE_SECONDS
-    while not done():
-        assert time.monotonic() < deadline, f"{what} did not happen; daemon log:\n{log.read_text()}"
-        time.sleep(2)
+    with DagsterInstance.get() as instance:
+        while not done():
+            assert not (failed := failed_steps(instance)), f"{what}: a run failed: {failed}"
+            assert time.monotonic() < deadline, f"{what} did not happen; log:\n{log.read_text()}"
+            time.sleep(2)
 
 
 def test_seed_001_on_a_cluster_an_s3_warehouse_and_postgres(
