@@ -22,11 +22,14 @@ def test_a_local_master_names_its_cores_and_a_cluster_does_not() -> None:
 
 
 def test_the_cores_are_readable_as_default_parallelism_unless_overridden(tmp_path: Path) -> None:
-    """Incremental refreshes read it to plan one shuffle partition per core."""
+    """Incremental refreshes read it to plan one shuffle partition per core; file listings
+    (VACUUM's) run one task per core."""
     local = spark_conf(LakeSettings(lake_home=tmp_path, spark_master="local[3]"))
     assert local["spark.default.parallelism"] == "3"
+    assert local["spark.sql.sources.parallelPartitionDiscovery.parallelism"] == "3"
     cluster = spark_conf(LakeSettings(lake_home=tmp_path, spark_master="spark://host:7077"))
     assert "spark.default.parallelism" not in cluster
+    assert "spark.sql.sources.parallelPartitionDiscovery.parallelism" not in cluster
     chosen = LakeSettings(
         lake_home=tmp_path, spark_master="local[3]", spark_conf={"spark.default.parallelism": "8"}
     )
