@@ -47,6 +47,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # of the JVM's CPU and new code ran interpreted, so the cache is sized as tiered compilation's.
 # The run inherits these through LAKE_JVM_OPTIONS.
 os.environ.setdefault("LAKE_JVM_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=512m")
+# Spark evaluates the tests' queries interpreted, as its own test suites can: generating and
+# compiling Java code for each query of a few rows cost more than it saved. The driver's CPU over
+# rounds of small statements fell by 29 % (bench/jvm_options.py with this LAKE_SPARK_CONF); the
+# results are Spark's either way. Subprocesses (`lake sql`, the daemon, Connect servers) inherit it.
+os.environ.setdefault(
+    "LAKE_SPARK_CONF",
+    "spark.sql.codegen.wholeStage=false,spark.sql.codegen.factoryMode=NO_CODEGEN",
+)
 
 # Property tests: a few examples while developing, more in CI (CI=true), or as HYPOTHESIS_PROFILE.
 settings.register_profile("dev", max_examples=3)
