@@ -18,9 +18,9 @@ install: $(BIN)/lake
 jars: install
 	$(BIN)/lake setup
 
-# The seed's flow through the real Dagster daemon, against dagster_home/lake (`make dev` shows it).
+# The sales walkthrough through the Dagster daemon, against dagster_home/lake (`make dev` shows it).
 demo: jars
-	$(BIN)/python demo/seed_flow.py
+	$(BIN)/python demo/walkthrough.py
 
 # Tests run in TEST_WORKERS processes, each with its own Spark session and servers; a worker that
 # runs out of tests takes half of another's (work stealing).

@@ -32,10 +32,10 @@ from dagster import DagsterInstance, RunsFilter
 from harness import Bench, RunTimes, bench_home, percentile, print_parts, run_times
 
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.entries import KafkaBatch
 from lake_assets.core.settings import LakeSettings
-from lake_assets.core.states import BatchState
 from lake_assets.pipes.entry import PipeEntry
+from lake_assets.pipes.kafka import ledger
+from lake_assets.pipes.kafka.ledger import BatchState, KafkaBatch
 from lake_assets.pipes.kafka.sensor import batch_key
 from lake_assets.pipes.sensors import BATCH_TAG
 from lake_assets.tables.entry import TableEntry
@@ -119,7 +119,7 @@ def settle(catalog: Catalog, location: str, samples: list[Sample]) -> None:
     """Each acknowledged sample's committed batch and its commit's time, where there is one."""
     committed = [
         b
-        for b in catalog.batches(PIPE)
+        for b in ledger.batches(catalog, PIPE)
         if b.state == BatchState.COMMITTED and b.commit_version is not None
     ]
     for sample in samples:
@@ -293,7 +293,7 @@ def _measure(bench: Bench, catalog: Catalog, sender: Sender, args: argparse.Name
             f"send → broker acknowledgement: p50 {percentile(acks, 0.5) * 1000:.1f} ms, "
             f"max {max(acks) * 1000:.1f} ms"
         )
-    breakdown(instance, catalog.get(PipeEntry, PIPE), catalog.batches(PIPE), done)
+    breakdown(instance, catalog.get(PipeEntry, PIPE), ledger.batches(catalog, PIPE), done)
     print(f"load average (1/5/15 min) at the end: {os.getloadavg()}, {os.cpu_count()} CPUs")
     return 0 if len(done) == len(samples) else 1
 

@@ -36,6 +36,7 @@ from pyspark.sql import functions as F
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.settings import LakeSettings
+from lake_assets.pipes.kafka import ledger
 from lake_assets.session import LakeSession
 from resources.kafka_broker import Broker, spawn_broker
 from resources.spark import DeltaSparkResource
@@ -204,7 +205,7 @@ def load_both(
     started = time.perf_counter()
     (result,) = lake.sql(f"ALTER PIPE {pipe} REFRESH")
     ours = time.perf_counter() - started
-    (batch,) = lake.catalog.batches(pipe)
+    (batch,) = ledger.batches(lake.catalog, pipe)
     if offsets is not None and (batch.start, batch.end) != offsets:
         print(f"*** batch offsets {batch.start}..{batch.end} differ from {offsets} ***")
     if plain is None:
@@ -224,7 +225,7 @@ def measure(
         )
         pipe_times.append(ours)
         plain_times.append(plain)
-        (batch,) = lake.catalog.batches(f"p_{number}")
+        (batch,) = ledger.batches(lake.catalog, f"p_{number}")
         offsets = (batch.start, batch.end)
         (loaded,) = lake.sql(f"SELECT COUNT(*) FROM t_{number}")
         counts.append((f"t_{number}", loaded.rows[0][0]))

@@ -28,6 +28,7 @@ from bench.dynamic_refresh import change, fill
 from bench.pipe_throughput import COLUMNS, generate
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.settings import LakeSettings
+from lake_assets.dynamic_tables.refreshes import REFRESHES
 from lake_assets.session import LakeSession
 from resources.spark import DeltaSparkResource
 from resources.spark_cluster import local_cluster
@@ -130,7 +131,7 @@ def measure(args: argparse.Namespace) -> dict[str, float | str]:
     for _ in range(args.rounds):
         top, _ranges = change(lake, "", args.rows, GROUPS, args.rows // 1000, top)
         incremental.append(_timed(lambda: lake.sql("REFRESH DYNAMIC TABLE summary")))
-        latest = max(lake.catalog.refresh_history("summary"), key=lambda r: r.start_time)
+        latest = max(REFRESHES.newest_first(lake.catalog, "summary"), key=lambda r: r.start_time)
         figures["incremental_mode"] = str(latest.refresh_mode)
         full.append(
             _timed(lambda: lake.sql(f"CREATE OR REPLACE DYNAMIC TABLE summary AS {SUMMARY}"))

@@ -29,10 +29,10 @@ from harness import Bench, RunTimes, bench_home, percentile, print_parts, run_ti
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import log_versions
-from lake_assets.core.entries import TaskRunRecord
 from lake_assets.session import LakeSession
 from lake_assets.tables.entry import TableEntry
 from lake_assets.tasks.defs import AUTOMATIC, TRIGGER_TAG
+from lake_assets.tasks.run_history import RUNS, TaskRunRecord
 
 GOAL_P50 = 15.0
 TASK, STREAM = "bench_task", "bench_s"
@@ -78,7 +78,7 @@ class Consumed:
 
 def consumption(catalog: Catalog, source: Commit, target: list[Commit]) -> Consumed | None:
     """The successful run whose stream range holds the source's version, and its commit."""
-    for run in catalog.task_history(TASK):
+    for run in RUNS.newest_first(catalog, TASK):
         before, after = run.streams.get(STREAM, (0, 0))
         if run.state != "SUCCEED" or not before < source.version <= after:
             continue

@@ -1,5 +1,5 @@
--- The seed's end-to-end practice, steps 1-5, on a LOCAL volume under dagster_home/demo-files.
--- ${FILES} is replaced by demo/seed_flow.py with that folder's absolute path.
+-- The sales walkthrough, steps 1-5, on a LOCAL volume under dagster_home/demo-files.
+-- ${FILES} is replaced by demo/walkthrough.py with that folder's absolute path.
 DROP DYNAMIC TABLE IF EXISTS sales_summary; -- reads sales_ods (demo/dynamic.sql)
 DROP PIPE IF EXISTS sales_pipe;
 DROP VOLUME IF EXISTS pipe_vol;

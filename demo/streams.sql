@@ -1,4 +1,4 @@
--- Seed 002's two table stream examples, verbatim after the clean-up of an earlier run.
+-- Two table stream examples, APPEND_ONLY and STANDARD, after the clean-up of an earlier run.
 DROP TABLE STREAM IF EXISTS test_stream;
 DROP TABLE STREAM IF EXISTS test_table_offset_stream;
 DROP TABLE IF EXISTS test_table;

@@ -1,4 +1,4 @@
--- The table part of the seed's end-to-end practice: create, insert, update, merge, query.
+-- The table part of the sales walkthrough: create, insert, update, merge, query.
 DROP TABLE IF EXISTS sales_source;
 
 CREATE TABLE IF NOT EXISTS sales_source (

@@ -6,7 +6,7 @@ DESC / DROP forms every kind shares, are dispatched here."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,11 +16,10 @@ from sqlglot import exp
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import CatalogObject, StoredRelation
 from lake_assets.core.errors import LakeError
-from lake_assets.core.kind import Handler
+from lake_assets.core.kind import Consumption, Handler
 from lake_assets.core.results import Result
 from lake_assets.core.settings import LakeSettings
 from lake_assets.core.spark_errors import translate_spark_error
-from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.kinds import BY_NAME, GRAMMAR, KINDS
 from lake_assets.sql.binding import bind_tables, referenced_tables
 from lake_assets.sql.grammar import Grammar, StatementError
@@ -35,39 +34,60 @@ from lake_assets.sql.statements import (
     Statement,
 )
 from lake_assets.sql.subqueries import subquery_merge
-from lake_assets.streams import offsets
-from lake_assets.streams.entry import Claim, Landing, StreamEntry
-from lake_assets.streams.reading import StreamRead
 
 _HANDLERS: dict[type, Handler] = {
     statement: handler for kind in KINDS for statement, handler in kind.handlers.items()
+}
+_SENSORS = frozenset(sensor for kind in KINDS for sensor in kind.sensors)
+_CONSUMPTIONS = {
+    kind.consumption.of: kind.consumption for kind in KINDS if kind.consumption is not None
 }
 _READERS = {source: reader for kind in KINDS for source, reader in kind.readers.items()}
 
 
 @dataclass(frozen=True)
 class Bound:
-    """A statement as Spark SQL, and the stream ranges it reads (pinned when it was bound)."""
+    """A statement as Spark SQL, and what it reads of consumed relations (streams), each pinned
+    by its kind's consumption when the statement was bound."""
 
     sql: str
     session: LakeSession
-    reads: tuple[StreamRead, ...] = ()
+    pinned: tuple[tuple[Consumption, object], ...] = ()
+
+    @property
+    def reads(self) -> tuple[object, ...]:
+        return tuple(read for _, read in self.pinned)
 
     def consuming(
         self, location: str, after: int, record: dict[str, Any]
     ) -> AbstractContextManager[None]:
         """A write to the table at `location` (read at version `after`) that commits `record`:
-        the streams it read move with it, and only with it."""
-        return offsets.consuming(
-            self.session.spark, self.session.catalog, self.reads, location, after, record
+        what it read moves with it, and only with it."""
+        return self._consumed(
+            lambda consumption, reads: consumption.consuming(
+                self.session, reads, location, after, record
+            )
         )
 
     def exporting(self, volume: str, path: str, tag: str) -> AbstractContextManager[None]:
-        """An export of the file `path` (named from `tag`) to `volume`: the streams it read move
-        with it, and only with it; that file is how a later process tells it landed."""
-        home = str(self.session.settings.lake_home)
-        claim = Claim(tag, volume, 0, 0, offsets.owner(), Landing.VOLUME, path, home)
-        return offsets.consuming_as(self.session.spark, self.session.catalog, self.reads, claim)
+        """An export of the file `path` (named from `tag`) to `volume`: what it read moves with
+        it, and only with it."""
+        return self._consumed(
+            lambda consumption, reads: consumption.exporting(self.session, reads, volume, path, tag)
+        )
+
+    @contextmanager
+    def _consumed(
+        self, enter: Callable[[Consumption, list[object]], AbstractContextManager[None]]
+    ) -> Iterator[None]:
+        """Each kind's consumption around the one write, with the reads of its kind."""
+        by_kind: dict[Consumption, list[object]] = {}
+        for consumption, read in self.pinned:
+            by_kind.setdefault(consumption, []).append(read)
+        with ExitStack() as stack:
+            for consumption, reads in by_kind.items():
+                stack.enter_context(enter(consumption, reads))
+            yield
 
 
 class LakeSession:
@@ -167,6 +187,9 @@ class LakeSession:
                 return drop(self, statement)
         return _HANDLERS[type(statement)](self, statement)
 
+    def sensor_names(self) -> frozenset[str]:
+        return _SENSORS
+
     def committing(self, name: str, run: Callable[[], Result]) -> Result:
         """Run a statement that may commit to `name`; tell `changed` when its version moved."""
         before = self._written(name).version
@@ -190,17 +213,16 @@ class LakeSession:
         if isinstance(statement, Dml):
             expression = self._dml_expression(statement, relations)
         narrowed = {
-            name: [column.name for column in relation.columns]
+            name: shown
             for name, relation in relations.items()
-            if isinstance(relation, DynamicTableEntry) and relation.hidden
+            if isinstance(relation, StoredRelation) and (shown := relation.shown_columns())
         }
-        streams = {
-            name: relation
+        pinned = {
+            name: (consumption, consumption.pin(self, name))
             for name, relation in relations.items()
-            if isinstance(relation, StreamEntry)
+            if (consumption := _CONSUMPTIONS.get(type(relation))) is not None
         }
-        pinned = {name: offsets.pin(self.spark, self.catalog, name) for name in streams}
-        queries = {name: pin.query() for name, pin in pinned.items()}
+        queries = {name: pin.query() for name, (_, pin) in pinned.items()}
         locations = {
             name: relation.location
             for name, relation in relations.items()
@@ -209,15 +231,15 @@ class LakeSession:
         bound = bind_tables(expression, locations.__getitem__, narrowed, queries)
         for placeholder, source in statement.sources.items():
             self._source_frame(source).createOrReplaceTempView(placeholder)
-        return Bound(bound, self, tuple(pin.read for pin in pinned.values()))
+        return Bound(bound, self, tuple((c, pin.read) for c, pin in pinned.values()))
 
     def _dml_expression(self, statement: Dml, relations: dict[str, CatalogObject]) -> exp.Expr:
         """A DML statement's expression, refused when it writes a stream; a MERGE takes its
         standard meaning (see sql.merge), and an UPDATE or DELETE with subqueries in its WHERE,
         which Delta refuses, becomes the MERGE that means the same (see sql.subqueries)."""
         target = relations.get(statement.target)
-        if isinstance(target, StreamEntry):
-            raise target.mistaken_for(type(target))
+        if target is not None and not isinstance(target, StoredRelation):
+            raise target.mistaken_for(StoredRelation)
         expression = statement.expression
         if isinstance(expression, exp.Merge) and isinstance(target, StoredRelation):
             return standard_merge(expression, [c.name for c in target.columns])

@@ -80,7 +80,7 @@ def local_volume(
     connection: str = "c",
     auto_refresh: bool = True,
 ) -> Path:
-    """A LOCAL connection (if new) and an external volume on `directory`, as the seed writes it."""
+    """A LOCAL connection (if new) and an external volume on `directory`, with a directory table."""
     directory.mkdir(parents=True, exist_ok=True)
     refresh = "TRUE" if auto_refresh else "FALSE"
     lake.sql(

@@ -14,7 +14,7 @@ import pytest
 from lake_assets.core.catalog import Catalog
 from lake_assets.tables.entry import TableEntry
 
-SEED_SQL = Path(__file__).parent / "data" / "seed_tables.sql"
+SALES_SOURCE_SQL = Path(__file__).parent / "data" / "sales_source.sql"
 
 
 def lake(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -29,10 +29,10 @@ def lake(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def seeded_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A LAKE_HOME where one `lake sql -f` call created and filled the seed's table."""
+def sales_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A LAKE_HOME where one `lake sql -f` call created and filled sales_source."""
     home = tmp_path_factory.mktemp("lake")
-    created = lake(home, "sql", "-f", str(SEED_SQL))
+    created = lake(home, "sql", "-f", str(SALES_SOURCE_SQL))
     assert created.returncode == 0, created.stderr
     assert created.stderr == ""
     assert (
@@ -41,9 +41,9 @@ def seeded_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return home
 
 
-def test_a_table_created_by_one_call_is_queried_by_the_next_as_json(seeded_home: Path) -> None:
+def test_a_table_created_by_one_call_is_queried_by_the_next_as_json(sales_home: Path) -> None:
     queried = lake(
-        seeded_home, "sql", "--format", "json", "-e", "SELECT * FROM sales_source ORDER BY id"
+        sales_home, "sql", "--format", "json", "-e", "SELECT * FROM sales_source ORDER BY id"
     )
     assert queried.returncode == 0, queried.stderr
     rows = [json.loads(line, parse_float=Decimal) for line in queried.stdout.splitlines()]
@@ -61,9 +61,9 @@ def test_a_table_created_by_one_call_is_queried_by_the_next_as_json(seeded_home:
     ]  # fmt: skip
 
 
-def test_a_type_mismatch_is_one_error_line_and_no_commit(seeded_home: Path) -> None:
+def test_a_type_mismatch_is_one_error_line_and_no_commit(sales_home: Path) -> None:
     failed = lake(
-        seeded_home, "sql", "-e",
+        sales_home, "sql", "-e",
         "INSERT INTO sales_source VALUES ('seven', 'x', 'y', 1.00, '2026-06-02')",
     )  # fmt: skip
     assert failed.returncode == 1
@@ -71,7 +71,7 @@ def test_a_type_mismatch_is_one_error_line_and_no_commit(seeded_home: Path) -> N
     (line,) = failed.stderr.splitlines()
     assert line.startswith("error: statement 1: [CAST_INVALID_INPUT] The value 'seven'")
     assert line.endswith("— make the value fit the column's type (DESC TABLE shows it) or CAST it")
-    table = Catalog(seeded_home / "catalog.db").get(TableEntry, "sales_source")
+    table = Catalog(sales_home / "catalog.db").get(TableEntry, "sales_source")
     assert (table.version, table.row_count) == (1, 5)
     assert sorted(p.name for p in (Path(table.location) / "_delta_log").glob("*.json")) == [
         "00000000000000000000.json",
@@ -79,8 +79,8 @@ def test_a_type_mismatch_is_one_error_line_and_no_commit(seeded_home: Path) -> N
     ]
 
 
-def test_show_tables_reads_the_catalog_without_spark(seeded_home: Path) -> None:
-    shown = lake(seeded_home, "sql", "--format", "csv", "-e", "SHOW TABLES")
+def test_show_tables_reads_the_catalog_without_spark(sales_home: Path) -> None:
+    shown = lake(sales_home, "sql", "--format", "csv", "-e", "SHOW TABLES")
     assert shown.returncode == 0, shown.stderr
     header, row = shown.stdout.splitlines()
     assert header == "name,kind,change_tracking,rows,version,comment,created_at"

@@ -16,15 +16,15 @@ import pytest
 
 from lake_assets.code_server import LINK, catalog_fingerprint, spawn_code_server
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.entries import Column, LoadRecord, now_utc
+from lake_assets.core.entries import Column, now_utc
 from lake_assets.core.settings import LakeSettings
-from lake_assets.core.states import StreamMode, TaskTrigger
 from lake_assets.daemon import ROOT
 from lake_assets.pipes.entry import PipeEntry
+from lake_assets.pipes.load_records import LoadRecord, record_loads
 from lake_assets.session import LakeSession
-from lake_assets.streams.entry import Claim, StreamEntry
+from lake_assets.streams.entry import Claim, StreamEntry, StreamMode
 from lake_assets.tables.entry import TableEntry
-from lake_assets.tasks.entry import RunClaim, TaskEntry
+from lake_assets.tasks.entry import RunClaim, TaskEntry, TaskTrigger
 from lake_assets.volumes.entry import VolumeEntry
 from resources.spark_server import stop
 from tests.pipes.test_defs import no_spark
@@ -53,7 +53,7 @@ def test_the_fingerprint_follows_object_definitions_not_their_state(lake: LakeSe
     table = catalog.get(TableEntry, "t")
     catalog.record_table_state(table, 3, 10)
     record = LoadRecord("file:///x.csv", now_utc(), 4, now_utc(), "LOADED", 1, None, None, 3)
-    catalog.record_loads("t", [record], 3)
+    record_loads(catalog, "t", [record], 3)
     assert catalog_fingerprint(catalog) == start  # a commit changes no definition
 
     lake.sql("CREATE PIPE p AS COPY INTO t FROM VOLUME v USING CSV")

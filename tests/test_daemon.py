@@ -19,6 +19,8 @@ from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFil
 from lake_assets.core.catalog import Catalog
 from lake_assets.daemon import ROOT, spawn_daemon
 from lake_assets.dynamic_tables.defs import AUTOMATION_SENSOR
+from lake_assets.dynamic_tables.refreshes import REFRESHES
+from lake_assets.pipes.load_records import load_history
 from lake_assets.session import LakeSession
 from resources.spark_server import free_port, server_url, spawn_server, stop
 from tests.ingest_helpers import files, local_volume, put, rows
@@ -111,14 +113,14 @@ def tick_times(instance: DagsterInstance, sensor: str) -> list[float]:
 def loaded(catalog: Catalog, table: str, name: str) -> bool:
     return any(
         r.status == "LOADED" and r.file_path.endswith(f"/{name}")
-        for r in catalog.load_history(table)
+        for r in load_history(catalog, table)
     )
 
 
 def refreshed_upstream(catalog: Catalog, name: str) -> bool:
     return any(
         r.refresh_trigger == "UPSTREAM" and r.refresh_mode == "INCREMENTAL"
-        for r in catalog.refresh_history(name)
+        for r in REFRESHES.newest_first(catalog, name)
     )
 
 

@@ -1,6 +1,6 @@
-"""The Python session API (seed 003) on real Spark and Delta: seed 003's flow as written, frames
-that consume streams only when saved, and the builder's settings. The last test runs the flow over
-a real `lake spark-server` (Spark Connect)."""
+"""The Python session API on real Spark and Delta: an orders table's STANDARD stream shown, then
+saved by `save_as_table`, frames that consume streams only when saved, and the builder's
+settings. The last test runs the flow over a real `lake spark-server` (Spark Connect)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,13 @@ from dagster import asset, materialize
 from pyspark.sql import Row, SparkSession
 
 from lake_assets import functions as F
-from lake_assets.core.commits import Marker, decode
+from lake_assets.core.commits import STATEMENT_MARKER, decode
 from lake_assets.core.delta import history
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
-from lake_assets.frames import LakeFrame, SqlResult, session_settings
+from lake_assets.frame_inputs import session_settings
+from lake_assets.frame_proxies import LakeFrame
+from lake_assets.frames import SqlResult
 from lake_assets.session import Session
 from lake_assets.tables.entry import TableEntry
 from resources.spark import DeltaSparkResource
@@ -57,8 +59,8 @@ def table_rows(session: Session, name: str) -> list[tuple]:
     return sorted(tuple(row) for row in session.table(name).collect())
 
 
-def seed_setup(session: Session) -> None:
-    """Seed 003's statements up to the stream, verbatim."""
+def orders_stream_setup(session: Session) -> None:
+    """Orders with change tracking, three rows and a STANDARD stream, a call per statement."""
     session.sql(ORDERS).collect()
     session.sql("""
         ALTER TABLE orders SET PROPERTIES ('change_tracking' = 'true')
@@ -88,13 +90,13 @@ def small_setup(session: Session) -> None:
     """).collect()
 
 
-def seed_changes(session: Session) -> None:
+def orders_changes(session: Session) -> None:
     session.sql("INSERT INTO orders VALUES (4, 'Dave', 3000.00, 'active')").collect()
     session.sql("UPDATE orders SET amount = 1500.00 WHERE id = 1").collect()
     session.sql("DELETE FROM orders WHERE id = 3").collect()
 
 
-def test_seed_003_flow_consumes_only_when_saved(
+def test_an_orders_stream_is_consumed_only_when_saved(
     session: Session, capsys: pytest.CaptureFixture[str]
 ) -> None:
     session.sql(ORDERS).collect()
@@ -128,7 +130,7 @@ def test_seed_003_flow_consumes_only_when_saved(
         assert line in schema
     assert stream_df.count() == 0
 
-    seed_changes(session)
+    orders_changes(session)
     stream_df = session.table("orders_stream")
     stream_df.show()
     shown = capsys.readouterr().out
@@ -188,7 +190,7 @@ def test_seed_003_flow_consumes_only_when_saved(
     target = session.lake.catalog.get(TableEntry, "orders_target")
     assert (target.version, target.row_count) == (1, 2)
     (commit, *_) = history(session.spark, target.location)
-    assert decode(commit.user_metadata, Marker.STATEMENT)["operation"] == "INSERT"
+    assert decode(commit.user_metadata, STATEMENT_MARKER)["operation"] == "INSERT"
 
     # A frame read before the consumption cannot consume the same changes again.
     stale = early.filter(F.col("`__change_type`") == "INSERT").select("id", "name", "amount")
@@ -226,7 +228,7 @@ def test_overwrite_consumes_and_counts_the_rows_it_left(session: Session) -> Non
     target = session.lake.catalog.get(TableEntry, "orders_target")
     assert (target.version, target.row_count) == (2, 2)
     (commit, *_) = history(session.spark, target.location)
-    assert decode(commit.user_metadata, Marker.STATEMENT)["operation"] == "INSERT OVERWRITE"
+    assert decode(commit.user_metadata, STATEMENT_MARKER)["operation"] == "INSERT OVERWRITE"
     assert session.table("orders_stream").count() == 0
 
 

@@ -1,5 +1,5 @@
-"""Issue 21's proof on one machine: the seed 001 flow with nothing on the embedded defaults. A Spark
-standalone master and worker run every statement and every run; tables live in an S3 warehouse
+"""Issue 21's proof on one machine: the sales walkthrough with nothing on the embedded defaults. A
+Spark standalone master and worker run every statement and every run; tables live in an S3 warehouse
 and the files land in an S3 volume (moto's server over HTTP); our catalog and Dagster's storage
 are Postgres databases; the real daemon, on deploy/dagster.yaml, drives the pipe, the dynamic
 table and a task consuming a stream, each exactly once."""
@@ -18,8 +18,15 @@ import pytest
 from dagster import DagsterInstance, DagsterRunStatus
 
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.states import RefreshMode, RefreshState, RefreshTrigger, TaskRunState
 from lake_assets.daemon import spawn_daemon
+from lake_assets.dynamic_tables.refreshes import (
+    REFRESHES,
+    RefreshMode,
+    RefreshState,
+    RefreshTrigger,
+)
+from lake_assets.pipes.load_records import load_history
+from lake_assets.tasks.run_history import RUNS, TaskRunState
 from resources.spark_cluster import Cluster
 from resources.spark_server import LOOPBACK
 from tests.s3_server import ACCESS_ID, ACCESS_KEY, REGION, aws_env, new_bucket, s3_client
@@ -111,7 +118,7 @@ def wait_until(what: str, done: Callable[[], bool], log: Path) -> None:
             time.sleep(2)
 
 
-def test_seed_001_on_a_cluster_an_s3_warehouse_and_postgres(
+def test_the_sales_walkthrough_on_a_cluster_an_s3_warehouse_and_postgres(
     deployment: dict[str, str], spark_cluster: Cluster, s3_endpoint: str, tmp_path: Path
 ) -> None:
     bucket = deployment["BUCKET"]
@@ -135,18 +142,18 @@ def test_seed_001_on_a_cluster_an_s3_warehouse_and_postgres(
             bucket,
             "incoming/day1.csv",
         )
-        wait_until("the pipe's load", lambda: bool(catalog.load_history("ods")), log)
+        wait_until("the pipe's load", lambda: bool(load_history(catalog, "ods")), log)
         wait_until("the summary's refresh", lambda: upstream_refreshed(catalog), log)
-        wait_until("the task's run", lambda: bool(catalog.task_history("consume")), log)
+        wait_until("the task's run", lambda: bool(RUNS.newest_first(catalog, "consume")), log)
         with DagsterInstance.get() as instance:
             wait_until("the runs' end", lambda: not instance.get_runs(UNFINISHED), log)
             runs = instance.get_runs()
     finally:
         daemon.stop()
 
-    (load,) = catalog.load_history("ods")
+    (load,) = load_history(catalog, "ods")
     assert (load.status, load.rows_loaded) == ("LOADED", 3)
-    (run,) = catalog.task_history("consume")
+    (run,) = RUNS.newest_first(catalog, "consume")
     assert (run.state, run.rows_written) == (TaskRunState.SUCCEED, 3)
     assert lake_sql(CHECK) == EXPECTED
     assert runs
@@ -166,5 +173,5 @@ def upstream_refreshed(catalog: Catalog) -> bool:
     return any(
         (r.refresh_trigger, r.refresh_mode, r.state)
         == (RefreshTrigger.UPSTREAM, RefreshMode.INCREMENTAL, RefreshState.SUCCEED)
-        for r in catalog.refresh_history("summary")
+        for r in REFRESHES.newest_first(catalog, "summary")
     )

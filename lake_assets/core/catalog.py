@@ -1,227 +1,43 @@
-"""The persistent registry of lakehouse objects, readable without Spark: SQLite under LAKE_HOME
-(WAL mode) by default, or any database SQLAlchemy reaches (a shared Postgres) by URL."""
+"""The persistent registry of lakehouse objects, readable without Spark: names → objects of every
+kind, and each relation's newest version and row count. Kinds keep their history in tables of
+their own (`core.database.owned_table`)."""
 
 from __future__ import annotations
 
-import functools
-import json
-import sqlite3
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import asdict, replace
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection
 
-from lake_assets.core.entries import (
-    RELATION,
-    TASK,
-    BadMessage,
-    CatalogObject,
-    KafkaBatch,
-    LoadRecord,
-    RefreshRecord,
-    StoredRelation,
-    TaskRunRecord,
-    now_utc,
-)
+from lake_assets.core.database import SCHEMA, TEXT, Database, catalog_url, owned_in, owned_table
+from lake_assets.core.entries import RELATION, CatalogObject, StoredRelation, now_utc
 from lake_assets.core.errors import LakeError
 
 T = TypeVar("T", bound=CatalogObject)
 # A check that `add` and `replace` run inside their transaction: it raises to refuse the write.
 Check = Callable[["CatalogView"], None]
 
-# How long a writer waits for another process's transaction before giving up.
-_LOCK_WAIT_SECONDS = 30
-# Postgres: the advisory lock every writing transaction (and the schema's creation) holds, so
-# that writers take turns as they do on SQLite's one file ("lake" in ASCII).
-_WRITE_LOCK = 0x6C616B65
-
-# Text compares byte by byte on Postgres too, as on SQLite: names list in one order and ISO
-# times compare as written, whatever collation the database was created with.
-_TEXT = sa.Text().with_variant(postgresql.TEXT(collation="C"), "postgresql")
-
-_schema = sa.MetaData()
 _objects = sa.Table(
     "objects",
-    _schema,
-    sa.Column("namespace", _TEXT, primary_key=True),
-    sa.Column("name", _TEXT, primary_key=True),
-    sa.Column("kind", _TEXT, nullable=False),
-    sa.Column("spec", _TEXT, nullable=False),
-    sa.Column("created_at", _TEXT, nullable=False),
+    SCHEMA,
+    sa.Column("namespace", TEXT, primary_key=True),
+    sa.Column("name", TEXT, primary_key=True),
+    sa.Column("kind", TEXT, nullable=False),
+    sa.Column("spec", TEXT, nullable=False),
+    sa.Column("created_at", TEXT, nullable=False),
 )
-_load_history = sa.Table(
-    "load_history",
-    _schema,
-    sa.Column("table_name", _TEXT, nullable=False),
-    sa.Column("file_path", _TEXT, nullable=False),
-    sa.Column("last_copy_time", _TEXT, nullable=False),
-    sa.Column("file_size", sa.BigInteger),
-    sa.Column("file_modified", _TEXT),
-    sa.Column("status", _TEXT, nullable=False),
-    sa.Column("rows_loaded", sa.BigInteger, nullable=False),
-    sa.Column("first_error_message", _TEXT),
-    sa.Column("pipe_name", _TEXT),
-    sa.Column("commit_version", sa.BigInteger),
-    sa.Index("load_history_by_path", "table_name", "file_path"),
-    sa.Index("load_history_by_commit", "table_name", "file_path", "commit_version", unique=True),
-)
-_load_marks = sa.Table(
-    "load_marks",
-    _schema,
-    sa.Column("table_name", _TEXT, primary_key=True),
-    sa.Column("version", sa.BigInteger, nullable=False),
-)
-_refresh_history = sa.Table(
-    "refresh_history",
-    _schema,
-    sa.Column("id", _TEXT, primary_key=True),
-    sa.Column("name", _TEXT, nullable=False),
-    sa.Column("state", _TEXT, nullable=False),
-    sa.Column("refresh_mode", _TEXT),
-    sa.Column("refresh_trigger", _TEXT, nullable=False),
-    sa.Column("start_time", _TEXT, nullable=False),
-    sa.Column("end_time", _TEXT, nullable=False),
-    sa.Column("duration", sa.Float, nullable=False),
-    sa.Column("source_tables", _TEXT, nullable=False),
-    sa.Column("rows_inserted", sa.BigInteger),
-    sa.Column("rows_deleted", sa.BigInteger),
-    sa.Column("error_message", _TEXT),
-    sa.Column("reason", _TEXT),
-    sa.Column("dt_version", sa.BigInteger),
-    sa.Index("refresh_history_by_name", "name", "start_time"),
-)
-_task_history = sa.Table(
-    "task_history",
-    _schema,
-    sa.Column("id", _TEXT, primary_key=True),
-    sa.Column("name", _TEXT, nullable=False),
-    sa.Column("state", _TEXT, nullable=False),
-    sa.Column("trigger", _TEXT, nullable=False),
-    sa.Column("start_time", _TEXT, nullable=False),
-    sa.Column("end_time", _TEXT, nullable=False),
-    sa.Column("duration", sa.Float, nullable=False),
-    sa.Column("streams", _TEXT, nullable=False),
-    sa.Column("rows_written", sa.BigInteger),
-    sa.Column("error_message", _TEXT),
-    sa.Column("reason", _TEXT),
-    sa.Index("task_history_by_name", "name", "start_time"),
-)
-_kafka_batches = sa.Table(
-    "kafka_batches",
-    _schema,
-    sa.Column("pipe", _TEXT, primary_key=True),
-    sa.Column("number", sa.BigInteger, primary_key=True),
-    sa.Column("start", _TEXT, nullable=False),
-    sa.Column("end", _TEXT, nullable=False),
-    sa.Column("table_version", sa.BigInteger, nullable=False),
-    sa.Column("planned_at", _TEXT, nullable=False),
-    sa.Column("state", _TEXT, nullable=False),
-    sa.Column("finished_at", _TEXT),
-    sa.Column("commit_version", sa.BigInteger),
-    sa.Column("messages", sa.BigInteger),
-    sa.Column("rows", sa.BigInteger),
-    sa.Column("bad", sa.BigInteger),
-    sa.Column("attempts", sa.Integer, nullable=False),
-    sa.Column("error", _TEXT),
-)
-_kafka_errors = sa.Table(
-    "kafka_errors",
-    _schema,
-    sa.Column("pipe", _TEXT, primary_key=True),
-    sa.Column("partition", sa.Integer, primary_key=True),
-    sa.Column("offset", sa.BigInteger, primary_key=True),
-    sa.Column("batch", sa.BigInteger, nullable=False),
-    sa.Column("timestamp", _TEXT),
-    sa.Column("key", sa.LargeBinary),
-    sa.Column("value", sa.LargeBinary),
-    sa.Column("error", _TEXT, nullable=False),
-)
-_table_state = sa.Table(
+_table_state = owned_table(
     "table_state",
-    _schema,
-    sa.Column("name", _TEXT, primary_key=True),
+    (RELATION, "name"),
+    sa.Column("name", TEXT, primary_key=True),
     sa.Column("version", sa.BigInteger, nullable=False),
     sa.Column("row_count", sa.BigInteger, nullable=False),
-    sa.Column("updated_at", _TEXT, nullable=False),
+    sa.Column("updated_at", TEXT, nullable=False),
 )
-
-
-def catalog_url(location: Path | str) -> str:
-    """A database URL as given, or the SQLite file at a path."""
-    text = str(location)
-    return text if "://" in text else f"sqlite:///{Path(text).resolve()}"
-
-
-@functools.cache
-def _engine(url: str) -> Engine:
-    """One engine per database and process; a new SQLite file gets WAL mode and the schema."""
-    if not url.startswith("sqlite"):
-        engine = sa.create_engine(url, pool_pre_ping=True)
-        try:
-            with engine.connect() as conn, conn.begin():
-                # Processes opening a new database at once: one creates the tables, the others
-                # wait.
-                _take_write_lock(conn)
-                _schema.create_all(conn)
-        except sa.exc.OperationalError as error:
-            reason = str(error.orig).strip().splitlines()[0]
-            raise LakeError(
-                f"cannot open the catalog database {engine.url!r}: {reason}",
-                "check LAKE_CATALOG_URL (host, port, user, password, database) and that the "
-                "database server is running",
-            ) from None
-        return engine
-    Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-    # No pool: a connection per use, as many processes share the file (sensors, runs, the CLI).
-    engine = sa.create_engine(
-        url, connect_args={"timeout": _LOCK_WAIT_SECONDS}, poolclass=sa.pool.NullPool
-    )
-    sa.event.listen(engine, "connect", _sqlite_autocommit)
-    sa.event.listen(engine, "begin", _sqlite_begin)
-    raw = engine.raw_connection()
-    try:
-        _use_wal(raw)
-    finally:
-        raw.close()
-    with engine.connect().execution_options(lake_write=True) as conn, conn.begin():
-        _schema.create_all(conn)
-    return engine
-
-
-def _sqlite_autocommit(dbapi_connection: Any, record: Any) -> None:
-    """Let SQLAlchemy, not the sqlite3 module, say when a transaction begins."""
-    dbapi_connection.isolation_level = None
-
-
-def _sqlite_begin(conn: Connection) -> None:
-    """Writers take the write lock up front: two read-then-write transactions never deadlock."""
-    immediate = conn.get_execution_options().get("lake_write", False)
-    conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
-
-
-def _take_write_lock(conn: Connection) -> None:
-    """Postgres: wait for the catalog's writer turn, held until this transaction ends."""
-    if conn.dialect.name == "postgresql":
-        conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_WRITE_LOCK)))
-
-
-def _use_wal(conn: Any) -> None:
-    """Switching a new file to WAL does not wait on a concurrent opener's lock: retry it."""
-    deadline = time.monotonic() + _LOCK_WAIT_SECONDS
-    while True:
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as error:
-            if "locked" not in str(error) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
 
 
 def unknown_table(name: str) -> LakeError:
@@ -273,26 +89,14 @@ class Catalog:
     """Names → objects of every kind; every write is one transaction, safe across processes."""
 
     def __init__(self, location: Path | str) -> None:
-        self.url = catalog_url(location)
-        self._engine = _engine(self.url)
+        self.database = Database(catalog_url(location))
+        self.url = self.database.url
 
-    @contextmanager
-    def _reading(self) -> Iterator[Connection]:
-        with self._engine.connect() as conn, conn.begin():
-            yield conn
+    def _reading(self) -> AbstractContextManager[Connection]:
+        return self.database.reading()
 
-    @contextmanager
-    def _writing(self) -> Iterator[Connection]:
-        """One writer at a time (SQLite: BEGIN IMMEDIATE; Postgres: an advisory lock), so a
-        transaction's reads still hold when it writes: two processes adding one name, or
-        replacing one object, never both pass the check."""
-        with self._engine.connect().execution_options(lake_write=True) as conn, conn.begin():
-            _take_write_lock(conn)
-            yield conn
-
-    def _insert(self) -> Any:
-        """The dialect's INSERT, for ON CONFLICT clauses (SQLite and Postgres spell them alike)."""
-        return (postgresql if self._engine.dialect.name == "postgresql" else sqlite).insert
+    def _writing(self) -> AbstractContextManager[Connection]:
+        return self.database.writing()
 
     # Objects of every kind
 
@@ -435,13 +239,8 @@ class Catalog:
                 _objects.c.namespace == entry.NAMESPACE, _objects.c.name == entry.name
             )
         )
-        if entry.NAMESPACE == RELATION:
-            conn.execute(sa.delete(_table_state).where(_table_state.c.name == entry.name))
-            conn.execute(sa.delete(_load_history).where(_load_history.c.table_name == entry.name))
-            conn.execute(sa.delete(_load_marks).where(_load_marks.c.table_name == entry.name))
-            conn.execute(sa.delete(_refresh_history).where(_refresh_history.c.name == entry.name))
-        if entry.NAMESPACE == TASK:
-            conn.execute(sa.delete(_task_history).where(_task_history.c.name == entry.name))
+        for owned in owned_in(entry.NAMESPACE):
+            conn.execute(sa.delete(owned.table).where(owned.table.c[owned.column] == entry.name))
 
     # A relation's state: the newest commit's version and row count
 
@@ -454,7 +253,7 @@ class Catalog:
                 entry, "location", None
             ):
                 return
-            insert = self._insert()(_table_state).values(
+            insert = self.database.insert(_table_state).values(
                 name=entry.name, version=version, row_count=row_count, updated_at=now_utc()
             )
             conn.execute(
@@ -468,181 +267,6 @@ class Catalog:
                     where=insert.excluded.version > _table_state.c.version,
                 )
             )
-
-    # Load history: an index of the load records that ride in load commits
-
-    def record_loads(self, table: str, records: list[LoadRecord], version: int | None) -> None:
-        """Add load records (a commit's records only once); `version` moves the table's mark."""
-        with self._writing() as conn:
-            if records:
-                conn.execute(
-                    self._insert()(_load_history).on_conflict_do_nothing(),
-                    [{"table_name": table, **asdict(record)} for record in records],
-                )
-            if version is not None:
-                insert = self._insert()(_load_marks).values(table_name=table, version=version)
-                conn.execute(
-                    insert.on_conflict_do_update(
-                        index_elements=[_load_marks.c.table_name],
-                        set_={"version": insert.excluded.version},
-                        where=insert.excluded.version > _load_marks.c.version,
-                    )
-                )
-
-    def load_mark(self, table: str) -> int:
-        """The newest commit version whose load records are in the index (-1: none)."""
-        with self._reading() as conn:
-            version = conn.execute(
-                sa.select(_load_marks.c.version).where(_load_marks.c.table_name == table)
-            ).scalar()
-        return -1 if version is None else version
-
-    def load_history(self, table: str, since: str | None = None) -> list[LoadRecord]:
-        """Records newest first; `since` (an ISO time) drops the expired ones."""
-        columns = [c for c in _load_history.c if c.name != "table_name"]
-        with self._reading() as conn:
-            rows = conn.execute(
-                sa.select(*columns)
-                .where(
-                    _load_history.c.table_name == table,
-                    _load_history.c.last_copy_time >= (since or ""),
-                )
-                .order_by(_load_history.c.last_copy_time.desc(), _load_history.c.file_path)
-            ).all()
-        return [LoadRecord(**row._asdict()) for row in rows]
-
-    # Refresh history of dynamic tables: an index of the records that ride in refresh commits
-
-    def record_refresh(self, record: RefreshRecord) -> None:
-        """Add a refresh to the history; a refresh already recorded (same id) is kept as is."""
-        values = {
-            **asdict(record),
-            "source_tables": json.dumps(record.source_tables, sort_keys=True),
-        }
-        with self._writing() as conn:
-            conn.execute(self._insert()(_refresh_history).values(values).on_conflict_do_nothing())
-
-    def refresh_history(self, name: str | None = None) -> list[RefreshRecord]:
-        """Refreshes newest first, of one dynamic table or of all."""
-        query = sa.select(_refresh_history).order_by(
-            _refresh_history.c.start_time.desc(), _refresh_history.c.id
-        )
-        if name is not None:
-            query = query.where(_refresh_history.c.name == name)
-        with self._reading() as conn:
-            rows = conn.execute(query).all()
-        return [
-            RefreshRecord(**{**row._asdict(), "source_tables": json.loads(row.source_tables)})
-            for row in rows
-        ]
-
-    # Task history: every run of a task, as the run (or the next one, for a dead run) records it
-
-    def record_task_run(self, record: TaskRunRecord) -> None:
-        """Add a task run to the history; a run already recorded (same id) is kept as is."""
-        values = {**asdict(record), "streams": json.dumps(record.streams, sort_keys=True)}
-        with self._writing() as conn:
-            conn.execute(self._insert()(_task_history).values(values).on_conflict_do_nothing())
-
-    def task_history(self, name: str | None = None) -> list[TaskRunRecord]:
-        """Task runs newest first, of one task or of all."""
-        query = sa.select(_task_history).order_by(
-            _task_history.c.start_time.desc(), _task_history.c.end_time.desc(), _task_history.c.id
-        )
-        if name is not None:
-            query = query.where(_task_history.c.name == name)
-        with self._reading() as conn:
-            rows = conn.execute(query).all()
-        return [
-            TaskRunRecord(**{**row._asdict(), "streams": json.loads(row.streams)}) for row in rows
-        ]
-
-    # Kafka pipes' batches: planned once, each range fixed, then settled by its commit
-
-    def plan_batch(self, batch: KafkaBatch) -> KafkaBatch:
-        """Store a batch unless its number is planned already; the stored one is returned, so
-        that a planned range never changes."""
-        values = {
-            **asdict(batch),
-            "start": _offsets_json(batch.start),
-            "end": _offsets_json(batch.end),
-        }
-        with self._writing() as conn:
-            conn.execute(self._insert()(_kafka_batches).values(values).on_conflict_do_nothing())
-            row = conn.execute(self._batch_query(batch.pipe, batch.number)).one()
-        return _batch(row)
-
-    def batches(self, pipe: str, limit: int | None = None) -> list[KafkaBatch]:
-        """A pipe's batches, newest first."""
-        query = (
-            sa.select(_kafka_batches)
-            .where(_kafka_batches.c.pipe == pipe)
-            .order_by(_kafka_batches.c.number.desc())
-            .limit(limit)
-        )
-        with self._reading() as conn:
-            return [_batch(row) for row in conn.execute(query).all()]
-
-    def settle_batch(self, pipe: str, number: int, **outcome: Any) -> KafkaBatch:
-        """Record how a batch's attempt ended (COMMITTED with its version and counts, or the
-        error of a failed attempt)."""
-        with self._writing() as conn:
-            conn.execute(
-                sa.update(_kafka_batches)
-                .where(_kafka_batches.c.pipe == pipe, _kafka_batches.c.number == number)
-                .values(attempts=_kafka_batches.c.attempts + 1, finished_at=now_utc(), **outcome)
-            )
-            return _batch(conn.execute(self._batch_query(pipe, number)).one())
-
-    def forget_batches(self, pipe: str) -> None:
-        """A dropped pipe's batches and bad messages."""
-        with self._writing() as conn:
-            conn.execute(sa.delete(_kafka_batches).where(_kafka_batches.c.pipe == pipe))
-            conn.execute(sa.delete(_kafka_errors).where(_kafka_errors.c.pipe == pipe))
-
-    def record_bad_messages(self, pipe: str, batch: int, messages: list[BadMessage]) -> None:
-        """Index a committed batch's bad messages (each once: its commit record holds them)."""
-        if not messages:
-            return
-        values = [{"pipe": pipe, "batch": batch, **asdict(m)} for m in messages]
-        with self._writing() as conn:
-            conn.execute(self._insert()(_kafka_errors).values(values).on_conflict_do_nothing())
-
-    def bad_messages(self, pipe: str) -> list[tuple[int, BadMessage]]:
-        """A pipe's bad messages with their batch, by partition and offset."""
-        query = (
-            sa.select(_kafka_errors)
-            .where(_kafka_errors.c.pipe == pipe)
-            .order_by(_kafka_errors.c.partition, _kafka_errors.c.offset)
-        )
-        with self._reading() as conn:
-            rows = conn.execute(query).all()
-        return [
-            (
-                row.batch,
-                BadMessage(
-                    **{k: v for k, v in row._asdict().items() if k not in ("pipe", "batch")}
-                ),
-            )
-            for row in rows
-        ]
-
-    @staticmethod
-    def _batch_query(pipe: str, number: int) -> sa.Select:
-        return sa.select(_kafka_batches).where(
-            _kafka_batches.c.pipe == pipe, _kafka_batches.c.number == number
-        )
-
-
-def _offsets_json(offsets: dict[int, int]) -> str:
-    return json.dumps({str(p): o for p, o in sorted(offsets.items())})
-
-
-def _batch(row: sa.Row) -> KafkaBatch:
-    values = row._asdict()
-    for key in ("start", "end"):
-        values[key] = {int(p): o for p, o in json.loads(values[key]).items()}
-    return KafkaBatch(**values)
 
 
 def _with_state() -> sa.Select:

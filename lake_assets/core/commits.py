@@ -10,32 +10,23 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from enum import StrEnum
 from itertools import takewhile
 from typing import Any
 
-from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from lake_assets.core.delta import COMMIT_TAG_CONF, Commit, history, session_conf
+from lake_assets.core.spark_errors import Failure, classify
 
 _TXN_APP_CONF = "spark.databricks.delta.write.txnAppId"
 _TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
 # The record's field holding the transaction number its fenced commit used.
 _TXN = "txn"
-# Delta's error when a writer that committed the same app id won the race to the log.
-_FENCE_RACE = "DELTA_CONCURRENT_TRANSACTION"
 
 
-class Marker(StrEnum):
-    """What kind of write a commit record describes: its first key."""
-
-    LOAD = "lake_load"
-    REFRESH = "lake_refresh"
-    STATEMENT = "lake_statement"
-    DIRECTORY = "lake_directory"
-    KAFKA = "lake_kafka"
-    EXPORT = "lake_export"
+# A commit record's first key says what kind of write it describes; each kind names its own
+# (`lake_load`, `lake_refresh` …). A statement's write (INSERT, UPDATE, MERGE …) is everyone's.
+STATEMENT_MARKER = "lake_statement"
 
 
 @dataclass(frozen=True)
@@ -49,14 +40,14 @@ class Fence:
     number: int
 
 
-def new_record(marker: Marker, **fields: Any) -> dict[str, Any]:
+def new_record(marker: str, **fields: Any) -> dict[str, Any]:
     """A commit record with a fresh tag; `fields` say what the write did."""
-    return {marker.value: 1, "tag": uuid.uuid4().hex, **fields}
+    return {marker: 1, "tag": uuid.uuid4().hex, **fields}
 
 
-def decode(user_metadata: str | None, marker: Marker) -> dict[str, Any] | None:
+def decode(user_metadata: str | None, marker: str) -> dict[str, Any] | None:
     """The record a commit carries, if it is one of `marker`'s kind."""
-    if not user_metadata or not user_metadata.startswith(f'{{"{marker.value}"'):
+    if not user_metadata or not user_metadata.startswith(f'{{"{marker}"'):
         return None
     record = json.loads(user_metadata)
     record.setdefault("tag", record.get("id"))  # refreshes before 2026-11 tagged with "id"
@@ -64,7 +55,7 @@ def decode(user_metadata: str | None, marker: Marker) -> dict[str, Any] | None:
 
 
 def fence_at(
-    spark: SparkSession | None, location: str, app_id: str, marker: Marker, version: int
+    spark: SparkSession | None, location: str, app_id: str, marker: str, version: int
 ) -> tuple[Fence, tuple[Commit, dict] | None]:
     """The fence of a writer that acted on the table as of `version`, and the newest commit of
     `marker`'s kind at or before it, with its record (the commits up to `version` never change,
@@ -118,8 +109,7 @@ def committing(
 def fence_lost(error: BaseException) -> bool:
     """Whether a fenced write failed because a writer with the same fence committed while it
     ran (Delta's ConcurrentTransactionException): it wrote nothing, like a skipped write."""
-    condition = error.getCondition() if isinstance(error, PySparkException) else None
-    return condition == _FENCE_RACE or f"[{_FENCE_RACE}]" in str(error)
+    return Failure.LOST_FENCE in classify(error)
 
 
 def fenced_write(
@@ -163,7 +153,7 @@ def commits_since(spark: SparkSession, location: str, version: int) -> list[Comm
 
 def find(spark: SparkSession, location: str, record: dict[str, Any], after: int) -> Commit | None:
     """The commit after version `after` that carries `record`, or None when it never landed."""
-    marker = Marker(next(iter(record)))
+    marker = next(iter(record))
     for commit in commits_since(spark, location, after):
         found = decode(commit.user_metadata, marker)
         if found is not None and found["tag"] == record["tag"]:
@@ -172,7 +162,7 @@ def find(spark: SparkSession, location: str, record: dict[str, Any], after: int)
 
 
 def records(
-    spark: SparkSession | None, location: str, marker: Marker
+    spark: SparkSession | None, location: str, marker: str
 ) -> Iterator[tuple[Commit, dict]]:
     """The commits carrying a record of `marker`'s kind, newest first, with their records
     (without Spark, `spark` None, for a table on a local filesystem)."""
@@ -182,6 +172,6 @@ def records(
             yield commit, record
 
 
-def newest(spark: SparkSession | None, location: str, marker: Marker) -> tuple[Commit, dict] | None:
+def newest(spark: SparkSession | None, location: str, marker: str) -> tuple[Commit, dict] | None:
     """The newest commit carrying a record of `marker`'s kind, with its record."""
     return next(records(spark, location, marker), None)

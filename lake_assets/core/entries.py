@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 import types
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from datetime import UTC, datetime
 from enum import Enum
-from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from lake_assets.core.errors import LakeError
 
+R = TypeVar("R")
+
 RELATION = "relation"
-TASK = "task"
 
 
 def now_utc() -> str:
@@ -82,6 +84,11 @@ class CatalogObject:
             f"check the name with {cls.SHOW} or create it with {cls.CREATE}",
         )
 
+    def event_queues_read(self) -> tuple[str, ...]:
+        """The volumes whose event queue this object reads (and so owns: SQS hands a message to
+        one reader)."""
+        return ()
+
     def mistaken_for(self, wanted: type[CatalogObject]) -> LakeError:
         """The error when a statement for a `wanted` names this object instead."""
         return LakeError(
@@ -105,6 +112,19 @@ class StoredRelation(CatalogObject):
     version: int | None = field(default=None, kw_only=True)
     row_count: int | None = field(default=None, kw_only=True)
 
+    def shown_columns(self) -> list[str]:
+        """The columns a query sees, when the table keeps some from it (empty: all of them)."""
+        return []
+
+
+def typed(record: type[R], values: Mapping[str, Any]) -> R:
+    """A dataclass from stored values, each in the shape its field is typed with (enums, tuples,
+    int-keyed dicts); values it has no field for are left out."""
+    hints = get_type_hints(record)
+    return record(
+        **{key: _decoded(hints[key], value) for key, value in values.items() if key in hints}
+    )
+
 
 def _decoded(hint: Any, value: Any) -> Any:
     """A JSON value back in the shape its field is typed with (tuples, nested dataclasses)."""
@@ -115,6 +135,10 @@ def _decoded(hint: Any, value: Any) -> Any:
         return _decoded(next(arg for arg in get_args(hint) if arg is not type(None)), value)
     if origin is tuple:
         return tuple(_decoded(get_args(hint)[0], item) for item in value)
+    if origin is dict:
+        # JSON keys are text: an int-keyed dict (Kafka offsets by partition) gets its ints back.
+        key, item = get_args(hint)
+        return {key(k): _decoded(item, v) for k, v in value.items()}
     if isinstance(hint, type) and issubclass(hint, Enum):
         return hint(value)
     if is_dataclass(hint) and isinstance(hint, type):
@@ -127,90 +151,3 @@ def _decoded(hint: Any, value: Any) -> Any:
             }
         )
     return value
-
-
-@dataclass(frozen=True)
-class LoadRecord:
-    """One file's load: LOADED or LOAD_FAILED."""
-
-    file_path: str
-    last_copy_time: str
-    file_size: int | None
-    file_modified: str | None
-    status: str
-    rows_loaded: int
-    first_error_message: str | None
-    pipe_name: str | None
-    commit_version: int | None
-
-
-@dataclass(frozen=True)
-class RefreshRecord:
-    """One refresh of a dynamic table: SUCCEED, FAILED or SKIPPED, and what it read and wrote."""
-
-    id: str
-    name: str
-    state: str
-    refresh_mode: str | None
-    refresh_trigger: str
-    start_time: str
-    end_time: str
-    duration: float
-    source_tables: dict[str, int]
-    rows_inserted: int | None = None
-    rows_deleted: int | None = None
-    error_message: str | None = None
-    reason: str | None = None
-    dt_version: int | None = None
-
-
-@dataclass(frozen=True)
-class KafkaBatch:
-    """Batch `number` of a Kafka pipe: offsets [start, end) per partition, fixed when planned;
-    its commit is looked for in the target after `table_version` (its version then)."""
-
-    pipe: str
-    number: int
-    start: dict[int, int]
-    end: dict[int, int]
-    table_version: int
-    planned_at: str
-    state: str = "PLANNED"
-    finished_at: str | None = None
-    commit_version: int | None = None
-    messages: int | None = None
-    rows: int | None = None
-    bad: int | None = None
-    attempts: int = 0
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class BadMessage:
-    """A Kafka message the pipe's SELECT failed on, kept aside with its error (its value cut at
-    the pipe's limit, so that a commit record stays small)."""
-
-    partition: int
-    offset: int
-    timestamp: str | None
-    key: bytes | None
-    value: bytes | None
-    error: str
-
-
-@dataclass(frozen=True)
-class TaskRunRecord:
-    """One run of a task: how it ended, who started it, and what it consumed and wrote.
-    `streams` maps each stream its statement reads to [offset before, offset after]."""
-
-    id: str
-    name: str
-    state: str
-    trigger: str
-    start_time: str
-    end_time: str
-    duration: float
-    streams: dict[str, list[int]]
-    rows_written: int | None = None
-    error_message: str | None = None
-    reason: str | None = None

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from pyspark.sql import DataFrame, SparkSession
 
 from lake_assets.core.catalog import Catalog
+from lake_assets.core.entries import CatalogObject
 from lake_assets.core.results import Result
 from lake_assets.core.settings import LakeSettings
 from lake_assets.sql.grammar import Grammar, ObjectWords, SourceParser, StatementParser
@@ -67,7 +68,35 @@ class Context(Protocol):
 
     def bind(self, statement: Query | Dml) -> Bound: ...
 
+    def sensor_names(self) -> frozenset[str]:
+        """The project's own sensors, of every kind."""
+        ...
+
     def execute(self, statement: Statement) -> Result: ...
+
+
+class Pinned(Protocol):
+    """What a statement reads of a consumed relation, fixed when the statement is bound."""
+
+    @property
+    def read(self) -> object: ...
+
+    def query(self) -> str:
+        """The range as Spark SQL, for the statement to read in its place."""
+        ...
+
+
+@dataclass(frozen=True)
+class Consumption:
+    """How statements consume relations of a kind (streams): what a statement reads is pinned
+    when it is bound, and moves on only with the write (or export) the statement lands."""
+
+    of: type[CatalogObject]
+    pin: Callable[[Context, str], Pinned]
+    consuming: Callable[
+        [Context, Sequence[Any], str, int, dict[str, Any]], AbstractContextManager[None]
+    ]
+    exporting: Callable[[Context, Sequence[Any], str, str, str], AbstractContextManager[None]]
 
 
 class Sessions(Protocol):
@@ -103,3 +132,7 @@ class Kind:
     # The module whose `build_defs(catalog, settings, sessions)` makes the kind's Dagster
     # definitions; named, not imported, so that `lake sql` never imports Dagster.
     defs: str | None = None
+    # The names of the kind's own Dagster sensors, which a pipe (a sensor of its own name) may
+    # not take.
+    sensors: tuple[str, ...] = ()
+    consumption: Consumption | None = None

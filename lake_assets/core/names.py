@@ -61,20 +61,3 @@ def checked_name(name: str, what: str) -> str:
     if lowered in DAGSTER_RESERVED:
         raise LakeError(f"'{name}' cannot be {what}: Dagster reserves it", "pick another name")
     return lowered
-
-
-# The project's own sensors: a pipe (a sensor of its own name) may not take these names.
-VOLUMES_SENSOR = "lake_volumes"
-AUTOMATION_SENSOR = "lake_automation"
-STREAMS_SENSOR = "lake_streams"
-TASKS_SENSOR = "lake_tasks"
-DIRECTORIES_SENSOR = "lake_directories"
-EXPORTS_SENSOR = "lake_exports"
-RESERVED_SENSORS = (
-    VOLUMES_SENSOR,
-    AUTOMATION_SENSOR,
-    STREAMS_SENSOR,
-    TASKS_SENSOR,
-    DIRECTORIES_SENSOR,
-    EXPORTS_SENSOR,
-)

@@ -1,13 +1,22 @@
-"""Turn Spark and Delta exceptions into one-line LakeErrors that name our objects, not paths."""
+"""Spark and Delta failures, read in one place: one-line LakeErrors that name our objects, not
+paths; what a failure says happened (a lost race, storage that did not answer); and the one retry
+loop, so that writers differ only in which failures they try again."""
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
+from enum import Flag, auto
+from typing import TypeVar
 
+from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 
 from lake_assets.core.errors import LakeError
+
+T = TypeVar("T")
 
 _CONDITION = re.compile(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]\s*(.*)")
 _SQLSTATE = re.compile(r"\s*SQLSTATE:\s*\w+\.?\s*$")
@@ -83,3 +92,85 @@ def translate_spark_error(error: BaseException, locations: Mapping[str, str]) ->
     fix = _FIXES[max(prefixes, key=len)] if prefixes else next(iter(causes), _DEFAULT_FIX)
     label = f"[{condition}] " if condition else ""
     return LakeError(f"{label}{text}", fix)
+
+
+# The exceptions Spark's failures reach Python as: a failure inside a write's tasks comes as
+# py4j's Py4JJavaError (Spark's TASK_WRITE_FAILED), not as a PySparkException.
+SPARK_ERRORS: tuple[type[Exception], ...] = (PySparkException, Py4JJavaError)
+# Delta's error when another writer only appended files since this statement read the table.
+_LOST_APPEND_RACE = "DELTA_CONCURRENT_APPEND"
+# Delta's error when a writer that committed the same app id won the race to the log.
+_LOST_FENCE = "DELTA_CONCURRENT_TRANSACTION"
+
+
+class Failure(Flag):
+    """What a failure says happened, as a writer deciding on another try reads it; one failure
+    can say several things (a write's error quotes its causes)."""
+
+    NONE = 0
+    # DELTA_CONCURRENT_APPEND (of any subclass): another writer only appended files since this
+    # statement read the table, so running it again, reading the table afresh, succeeds.
+    LOST_APPEND_RACE = auto()
+    # DELTA_CONCURRENT_TRANSACTION (ConcurrentTransactionException): a writer with the same
+    # fence committed while this one ran, which wrote nothing, like a skipped write.
+    LOST_FENCE = auto()
+    # Its text names one of Delta's concurrent-modification errors (DELTA_CONCURRENT…).
+    CONCURRENT = auto()
+    # Storage that did not answer: an I/O error, a timeout, a reset connection, S3's SlowDown.
+    UNAVAILABLE = auto()
+    # A file it needs is gone.
+    FILE_MISSING = auto()
+
+    @property
+    def transient(self) -> bool:
+        """Worth another try as it is: a lost race on a commit, or storage that did not answer,
+        but not a missing file, which no try brings back."""
+        worth = bool(self & (Failure.CONCURRENT | Failure.UNAVAILABLE))
+        return worth and not self & Failure.FILE_MISSING
+
+
+# Marks anywhere in a failure's text (its condition, or a Java exception's name or message).
+_MARKS = {
+    Failure.CONCURRENT: ("DELTA_CONCURRENT",),
+    Failure.UNAVAILABLE: ("IOException", "SocketTimeout", "Connection reset", "SlowDown"),
+    Failure.FILE_MISSING: ("FileNotFoundException", "FILE_NOT_FOUND"),
+}
+
+
+def classify(error: BaseException) -> Failure:
+    """What a failure says happened, from its condition and its text: the text too, as a
+    failure inside tasks reaches Python without a condition."""
+    condition = (error.getCondition() if isinstance(error, PySparkException) else None) or ""
+    text = str(error)
+    failure = Failure.NONE
+    if condition.startswith(_LOST_APPEND_RACE) or f"[{_LOST_APPEND_RACE}" in text:
+        failure |= Failure.LOST_APPEND_RACE
+    if condition == _LOST_FENCE or f"[{_LOST_FENCE}]" in text:
+        failure |= Failure.LOST_FENCE
+    for kind, marks in _MARKS.items():
+        if any(mark in text for mark in marks):
+            failure |= kind
+    return failure
+
+
+def retrying(
+    action: Callable[[], T],
+    *,
+    when: Callable[[Failure], bool],
+    attempts: int,
+    first_wait: float,
+    longest_wait: float = math.inf,
+    errors: tuple[type[Exception], ...] = (Exception,),
+) -> T:
+    """`action`, tried again while it fails with one of `errors` that `when` finds worth another
+    try, up to `attempts` tries in all: `first_wait` seconds before the second, twice the wait
+    before each next one (at most `longest_wait`); any other failure, and the last try's,
+    propagates as raised."""
+    for attempt in range(attempts - 1):
+        try:
+            return action()
+        except errors as error:
+            if not when(classify(error)):
+                raise
+        time.sleep(min(first_wait * 2**attempt, longest_wait))
+    return action()

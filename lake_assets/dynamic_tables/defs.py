@@ -22,16 +22,16 @@ from dagster import (
 from lake_assets.automation import AUTOMATION_INTERVAL_SECONDS, automation_sensor, refresh_cron
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.kind import Sessions
-from lake_assets.core.names import AUTOMATION_SENSOR
 from lake_assets.core.settings import LakeSettings
-from lake_assets.core.states import RefreshMode, RefreshTrigger
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
+from lake_assets.dynamic_tables.kind import AUTOMATION_SENSOR
 from lake_assets.dynamic_tables.refresh import (
     RefreshOutcome,
     record_skipped,
     refresh,
     sources_of,
 )
+from lake_assets.dynamic_tables.refreshes import RefreshMode, RefreshTrigger
 from resources.catalog import CatalogResource
 from resources.spark import DeltaSparkResource
 
@@ -74,8 +74,9 @@ def _failed_upstream(instance: DagsterInstance, entry: DynamicTableEntry) -> str
 
 def _metadata(outcome: RefreshOutcome, entry: DynamicTableEntry) -> dict:
     return {
-        "refresh_mode": outcome.mode or "",
-        "refresh_trigger": outcome.trigger,
+        # Dagster stores metadata as text and numbers, not enums.
+        "refresh_mode": str(outcome.mode or ""),
+        "refresh_trigger": str(outcome.trigger),
         "full_refresh_reason": outcome.reason or "",
         "rows_inserted": outcome.rows_inserted,
         "rows_deleted": outcome.rows_deleted,

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import ClassVar
 
 from lake_assets.core.entries import RELATION, CatalogObject, StoredRelation
 from lake_assets.core.errors import LakeError
+
+
+class SchedulingState(StrEnum):
+    """Whether a dynamic table refreshes by itself."""
+
+    ACTIVE = "ACTIVE"
+    SUSPENDED = "SUSPENDED"
 
 
 @dataclass(frozen=True)
@@ -24,10 +32,14 @@ class DynamicTableEntry(StoredRelation):
     query: str
     sources: tuple[str, ...]
     hidden: tuple[str, ...] = ()
+
     comment: str | None = None
     refresh_interval_seconds: int | None = None
     vcluster: str | None = None
     suspended: bool = False
+
+    def shown_columns(self) -> list[str]:
+        return [column.name for column in self.columns] if self.hidden else []
 
     def mistaken_for(self, wanted: type[CatalogObject]) -> LakeError:
         return LakeError(

@@ -1,7 +1,7 @@
 """The dynamic tables kind as registered in lake_assets.kinds: its SQL, handlers and definitions."""
 
 from lake_assets.core.kind import Kind
-from lake_assets.dynamic_tables import engine
+from lake_assets.dynamic_tables import describing, engine
 from lake_assets.dynamic_tables.grammar import (
     STATEMENTS,
     WORDS,
@@ -12,6 +12,9 @@ from lake_assets.dynamic_tables.grammar import (
     ShowRefreshHistory,
 )
 
+# The kind's own Dagster sensors.
+AUTOMATION_SENSOR = "lake_automation"
+
 KIND = Kind(
     name="dynamic table",
     statements=STATEMENTS,
@@ -20,11 +23,12 @@ KIND = Kind(
         RefreshDynamicTable: engine.refresh_dynamic_table,
         AlterDynamicTable: engine.alter_dynamic_table,
         AlterDynamicTablePrimaryKey: engine.alter_primary_key,
-        ShowRefreshHistory: engine.show_refresh_history,
+        ShowRefreshHistory: describing.show_refresh_history,
     },
     words=WORDS,
-    show=engine.show_dynamic_tables,
-    describe=engine.describe_dynamic_table,
+    show=describing.show_dynamic_tables,
+    describe=describing.describe_dynamic_table,
     drop=engine.drop_dynamic_table,
     defs="lake_assets.dynamic_tables.defs",
+    sensors=(AUTOMATION_SENSOR,),
 )

@@ -20,15 +20,7 @@ from sqlglot import exp
 
 from lake_assets.core import failpoints
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.commits import (
-    Fence,
-    Marker,
-    committing,
-    decode,
-    fence_at,
-    fenced_write,
-    new_record,
-)
+from lake_assets.core.commits import Fence, committing, decode, fence_at, fenced_write, new_record
 from lake_assets.core.delta import (
     MATERIALIZE_SOURCE_CONF,
     Commit,
@@ -37,10 +29,9 @@ from lake_assets.core.delta import (
     row_count,
     session_conf,
 )
-from lake_assets.core.entries import RefreshRecord, StoredRelation, now_utc
+from lake_assets.core.entries import StoredRelation, now_utc
 from lake_assets.core.errors import LakeError
 from lake_assets.core.spark_errors import translate_spark_error
-from lake_assets.core.states import RefreshMode, RefreshState, RefreshTrigger
 from lake_assets.dynamic_tables import pruning
 from lake_assets.dynamic_tables.aggregate import aggregate_merge
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
@@ -54,10 +45,22 @@ from lake_assets.dynamic_tables.incremental import (
 )
 from lake_assets.dynamic_tables.incremental import row_changes as result_changes
 from lake_assets.dynamic_tables.plan import AGGREGATE, Plan, classify
+from lake_assets.dynamic_tables.refreshes import (
+    REFRESH_MARKER,
+    REFRESHES,
+    RefreshMode,
+    RefreshRecord,
+    RefreshState,
+    RefreshTrigger,
+)
 from lake_assets.sql.grammar import Grammar
 from lake_assets.sql.statements import Query
 from lake_assets.tables.engine import enable_change_tracking
 from lake_assets.tables.entry import TableEntry
+
+# Where tests kill this process to prove crash safety (LAKE_FAILPOINT=<name>).
+REFRESH_AFTER_COMMIT = "refresh-after-commit"
+REFRESH_BEFORE_COMMIT = "refresh-before-commit"
 
 # Delta's error conditions when a change data feed cannot be read for the versions asked for.
 _FEED_GONE = ("DELTA_MISSING_CHANGE_DATA", "DELTA_CHANGE_TABLE_FEED_DISABLED", "DELTA_CHANGE_DATA")
@@ -70,7 +73,7 @@ class RefreshOutcome:
     name: str
     state: str
     mode: str | None
-    trigger: str
+    trigger: RefreshTrigger
     reason: str | None = None
     rows_inserted: int = 0
     rows_deleted: int = 0
@@ -105,10 +108,13 @@ def plan_of(entry: DynamicTableEntry) -> Plan:
     return classify(query_of(entry))
 
 
-def record_skipped(catalog: Catalog, name: str, trigger: str, reason: str) -> RefreshOutcome:
+def record_skipped(
+    catalog: Catalog, name: str, trigger: RefreshTrigger, reason: str
+) -> RefreshOutcome:
     """Record a refresh that did not run (suspended, or an upstream refresh failed)."""
     now = now_utc()
-    catalog.record_refresh(
+    REFRESHES.record(
+        catalog,
         RefreshRecord(
             uuid.uuid4().hex,
             name,
@@ -120,7 +126,7 @@ def record_skipped(catalog: Catalog, name: str, trigger: str, reason: str) -> Re
             0.0,
             {},
             reason=reason,
-        )
+        ),
     )
     return RefreshOutcome(name, RefreshState.SKIPPED, None, trigger, reason)
 
@@ -145,7 +151,7 @@ def refresh(
         return _refresh(spark, catalog, entry, trigger, start, clock, full)
     except Exception as error:
         failure = error if isinstance(error, LakeError) else translate(catalog, error)
-        catalog.record_refresh(
+        REFRESHES.record(catalog,
             RefreshRecord(
                 uuid.uuid4().hex, name, RefreshState.FAILED, None, trigger, start, now_utc(),
                 time.monotonic() - clock, {}, error_message=str(failure),
@@ -183,7 +189,7 @@ def _refresh(
     spark: SparkSession,
     catalog: Catalog,
     entry: DynamicTableEntry,
-    trigger: str,
+    trigger: RefreshTrigger,
     start: str,
     clock: float,
     full: bool,
@@ -214,7 +220,7 @@ def _refresh(
             uuid.uuid4().hex, entry.name, RefreshState.SUCCEED, RefreshMode.NO_DATA, trigger,
             start, now_utc(), time.monotonic() - clock, versions, 0, 0,
         )  # fmt: skip
-        catalog.record_refresh(record)
+        REFRESHES.record(catalog, record)
         return _outcome(record)
     reason = plan.reason or ("a full refresh was asked for" if full else None)
     if reason is None and previous is None:
@@ -226,7 +232,7 @@ def _refresh(
         if replaced:
             reason = f"{', '.join(replaced)} was replaced since the last refresh"
     metadata = new_record(
-        Marker.REFRESH,
+        REFRESH_MARKER,
         trigger=trigger,
         start=start,
         sources={read.name: [read.location, read.version] for read in reads},
@@ -245,10 +251,10 @@ def _refresh(
     if commit is None:
         metadata.update(mode=RefreshMode.FULL, reason=reason, replaced_rows=rows_before)
         commit = _write_full(job)
-    failpoints.reached(failpoints.REFRESH_AFTER_COMMIT)
+    failpoints.reached(REFRESH_AFTER_COMMIT)
     record = _record_from_commit(entry.name, commit, metadata=None)
     record = replace(record, end_time=now_utc(), duration=time.monotonic() - clock)
-    catalog.record_refresh(record)
+    REFRESHES.record(catalog, record)
     rows_after = rows_before + (record.rows_inserted or 0) - (record.rows_deleted or 0)
     catalog.record_table_state(entry, commit.version, rows_after)
     return _outcome(record)
@@ -294,7 +300,7 @@ class _Write:
 
         def fenced() -> None:
             with committing(self.spark, self.metadata, self.fence, conf):
-                failpoints.reached(failpoints.REFRESH_BEFORE_COMMIT)
+                failpoints.reached(REFRESH_BEFORE_COMMIT)
                 write()
 
         location = self.entry.location
@@ -354,7 +360,7 @@ def _record_from_commit(
     name: str, commit: Commit, metadata: dict[str, Any] | None
 ) -> RefreshRecord:
     """The history row of a refresh commit, from what the commit itself carries."""
-    metadata = metadata or decode(commit.user_metadata, Marker.REFRESH)
+    metadata = metadata or decode(commit.user_metadata, REFRESH_MARKER)
     assert metadata is not None
     inserted, updated, deleted = row_changes(commit.operation or "", commit.operation_metrics) or (
         0, 0, 0,
@@ -368,8 +374,9 @@ def _record_from_commit(
     started = datetime.fromisoformat(metadata["start"])
     duration = (end.replace(tzinfo=started.tzinfo) - started).total_seconds()
     return RefreshRecord(
-        metadata["tag"], name, RefreshState.SUCCEED, metadata["mode"], metadata["trigger"],
-        metadata["start"], end_text, max(duration, 0.0),
+        metadata["tag"], name, RefreshState.SUCCEED,
+        RefreshMode(metadata["mode"]), RefreshTrigger(metadata["trigger"]), metadata["start"],
+        end_text, max(duration, 0.0),
         {source: version for source, (_, version) in metadata["sources"].items()},
         inserted, deleted, None, metadata.get("reason"), commit.version,
     )  # fmt: skip
@@ -383,11 +390,11 @@ def _reconcile(
     every refresh that committed since, whatever else committed too."""
     version = latest_version(spark, entry.location)
     app_id = f"lake-refresh-{Path(entry.location).name}"
-    fence, found = fence_at(spark, entry.location, app_id, Marker.REFRESH, version)
+    fence, found = fence_at(spark, entry.location, app_id, REFRESH_MARKER, version)
     if found is None:
         return None, fence
     commit, metadata = found
-    catalog.record_refresh(_record_from_commit(entry.name, commit, metadata))
+    REFRESHES.record(catalog, _record_from_commit(entry.name, commit, metadata))
     if entry.version != version:
         catalog.record_table_state(entry, version, row_count(spark, entry.location, version))
     return metadata, fence

@@ -19,12 +19,12 @@ from dagster import (
 from lake_assets.automation import AUTOMATION_INTERVAL_SECONDS, automation_sensor
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.kind import Sessions
-from lake_assets.core.names import EXPORTS_SENSOR
 from lake_assets.core.settings import LakeSettings
-from lake_assets.exports.engine import Outcome, export_range
 from lake_assets.exports.entry import ExportEntry
 from lake_assets.exports.grammar import TimeRange
+from lake_assets.exports.kind import EXPORTS_SENSOR
 from lake_assets.exports.records import OpType
+from lake_assets.exports.run import Outcome, export_range
 from resources.catalog import CatalogResource
 from resources.spark import DeltaSparkResource
 

@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import delta_ref, history, local_table, row_changes, sql_string
 from lake_assets.core.entries import Column
-from lake_assets.tables.dml import record_commit_state
+from lake_assets.core.writes import record_commit_state
 from lake_assets.tables.entry import TableEntry
 
 

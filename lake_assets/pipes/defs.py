@@ -33,12 +33,12 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.errors import LakeError
 from lake_assets.core.kind import Sessions
 from lake_assets.core.settings import LakeSettings
-from lake_assets.core.states import IngestMode, LoadStatus, PipeKind
 from lake_assets.pipes.engine import ingest, pipe_copy
-from lake_assets.pipes.entry import PipeEntry
+from lake_assets.pipes.entry import IngestMode, PipeEntry, PipeKind
 from lake_assets.pipes.kafka.batches import BatchOutcome, run_batch
 from lake_assets.pipes.kafka.sensor import kafka_pipe_sensor
 from lake_assets.pipes.kafka.topics import topic_key, topic_spec
+from lake_assets.pipes.load_records import LoadStatus
 from lake_assets.pipes.loading import LoadOutcome
 from lake_assets.pipes.sensors import event_pipe_sensor, pipe_sensor
 from lake_assets.tables.defs import TABLES_GROUP, table_metadata

@@ -12,14 +12,14 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import now_utc
 from lake_assets.core.errors import LakeError
 from lake_assets.core.lifecycle import drop_object, name_taken
-from lake_assets.core.names import RESERVED_SENSORS
 from lake_assets.core.results import Result
 from lake_assets.core.settings import LakeSettings
-from lake_assets.core.states import IngestMode, LoadStatus, PipeKind, PipeStatus
-from lake_assets.pipes.entry import PipeEntry
+from lake_assets.pipes.entry import IngestMode, PipeEntry, PipeKind, PipeStatus
 from lake_assets.pipes.grammar import AlterPipe, CopyIntoTable, CreatePipe, KafkaCopy, copy_of
+from lake_assets.pipes.kafka import ledger
 from lake_assets.pipes.kafka.batches import run_batch
 from lake_assets.pipes.kafka.engine import create_kafka_pipe, describe_kafka_pipe
+from lake_assets.pipes.load_records import LoadStatus, load_history
 from lake_assets.pipes.loading import (
     LoadOutcome,
     load,
@@ -33,6 +33,9 @@ from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes.entry import VolumeEntry
 from lake_assets.volumes.files import in_scope, named_files, source_files, store_of
 from resources.storage import FileInfo, VolumeStore, split_location
+
+# Where tests kill this process to prove crash safety (LAKE_FAILPOINT=<name>).
+BEFORE_PURGE = "load-before-purge"
 
 if TYPE_CHECKING:
     from lake_assets.core.kind import Context
@@ -66,7 +69,7 @@ def ingest(
         todo = pending_files(catalog, table.name, files, days, copy.force, complete=True)
     outcome = load(spark, catalog, table, copy.source, store, todo, fence=fence, pipe=pipe)
     if copy.purge:
-        failpoints.reached(failpoints.BEFORE_PURGE)
+        failpoints.reached(BEFORE_PURGE)
         outcome.purged = purge(catalog, settings, table.name, store, files)
     return outcome
 
@@ -111,7 +114,7 @@ def create_pipe(session: Context, stmt: CreatePipe) -> Result:
     catalog, settings = session.catalog, session.settings
     if taken := name_taken(session, PipeEntry, stmt.name, stmt.if_not_exists):
         return taken
-    if stmt.name in RESERVED_SENSORS:
+    if stmt.name in session.sensor_names():
         raise LakeError(
             f"pipe name {stmt.name} is taken by one of the project's own sensors",
             "pick another name for the pipe",
@@ -224,7 +227,7 @@ def describe_pipe(session: Context, stmt: DescribeObject) -> Result:
     volume = catalog.find(VolumeEntry, pipe.volume)
     notified = pipe.ingest_mode == IngestMode.EVENT_NOTIFICATION
     queue = f"{volume.queue_type}:{volume.queue_name}" if notified and volume else None
-    loads = [r for r in catalog.load_history(pipe.table) if r.pipe_name == pipe.name]
+    loads = [r for r in load_history(catalog, pipe.table) if r.pipe_name == pipe.name]
     return Result.properties(
         **{
             "name": pipe.name,
@@ -263,5 +266,5 @@ def show_pipes(session: Context) -> Result:
 def drop_pipe(session: Context, stmt: DropObject) -> Result:
     """DROP PIPE: the table keeps its rows; a Kafka pipe's batches go with it."""
     result = drop_object(PipeEntry)(session, stmt)
-    session.catalog.forget_batches(stmt.name)
+    ledger.forget_batches(session.catalog, stmt.name)
     return result

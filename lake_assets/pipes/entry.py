@@ -3,10 +3,29 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import ClassVar
 
 from lake_assets.core.entries import RELATION, CatalogObject
-from lake_assets.core.states import IngestMode, PipeKind, PipeStatus
+
+
+class IngestMode(StrEnum):
+    """How a volume pipe learns of new files."""
+
+    LIST_PURGE = "LIST_PURGE"
+    EVENT_NOTIFICATION = "EVENT_NOTIFICATION"
+
+
+class PipeKind(StrEnum):
+    """Where a pipe reads: files in a volume, or messages in a Kafka topic."""
+
+    VOLUME = "VOLUME"
+    KAFKA = "KAFKA"
+
+
+class PipeStatus(StrEnum):
+    RUNNING = "RUNNING"
+    PAUSED = "PAUSED"
 
 
 @dataclass(frozen=True)
@@ -44,6 +63,9 @@ class PipeEntry(CatalogObject):
     # group ended, when an earlier pipe loaded them (empty: the group's offsets, else earliest).
     resume_from: tuple[tuple[int, int], ...] = ()
     invalid_reason: str | None = None
+
+    def event_queues_read(self) -> tuple[str, ...]:
+        return (self.volume,) if self.ingest_mode is IngestMode.EVENT_NOTIFICATION else ()
 
     @property
     def input_name(self) -> str:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from sqlglot.tokens import TokenType
 
 from lake_assets.core.errors import LakeError
-from lake_assets.core.states import IngestMode
+from lake_assets.pipes.entry import IngestMode
 from lake_assets.pipes.kafka.grammar import (
     KafkaSource,
     kafka_errors_relation,

@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.settings import LakeSettings
 from lake_assets.pipes.grammar import LoadHistorySource
+from lake_assets.pipes.load_records import load_history
 from lake_assets.tables.entry import TableEntry
 
 if TYPE_CHECKING:
@@ -30,14 +31,14 @@ def load_history_frame(
 ) -> DataFrame:
     catalog.get(TableEntry, table)
     since = datetime.now(UTC) - timedelta(days=settings.load_history_days)
-    records = catalog.load_history(table, since.isoformat(timespec="milliseconds"))
+    records = load_history(catalog, table, since.isoformat(timespec="milliseconds"))
     return spark.createDataFrame(
         [
             (
                 r.file_path,
                 datetime.fromisoformat(r.last_copy_time).replace(tzinfo=None),
                 r.file_size,
-                r.status,
+                str(r.status),
                 r.rows_loaded,
                 r.first_error_message,
                 r.pipe_name,

@@ -32,9 +32,9 @@ from dagster import (
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import log_versions
 from lake_assets.core.kind import Sessions
-from lake_assets.core.names import STREAMS_SENSOR
 from lake_assets.core.settings import LakeSettings
 from lake_assets.streams.entry import StreamEntry
+from lake_assets.streams.kind import STREAMS_SENSOR
 from lake_assets.streams.pending import pending_versions
 from lake_assets.volumes.defs import volume_key
 

@@ -19,10 +19,9 @@ from lake_assets.core.delta import (
 from lake_assets.core.errors import LakeError
 from lake_assets.core.lifecycle import drop_object, name_taken
 from lake_assets.core.results import Result
-from lake_assets.core.states import StreamMode
 from lake_assets.sql.statements import DescribeObject
 from lake_assets.streams import offsets
-from lake_assets.streams.entry import StreamEntry
+from lake_assets.streams.entry import StreamEntry, StreamMode
 from lake_assets.streams.grammar import (
     LATEST,
     SOURCE_KINDS,

@@ -8,7 +8,22 @@ from typing import ClassVar
 
 from lake_assets.core.entries import RELATION, CatalogObject
 from lake_assets.core.errors import LakeError
-from lake_assets.core.states import StreamMode
+
+
+class StreamMode(StrEnum):
+    """What a table stream returns: the net change set, or only the rows inserted."""
+
+    STANDARD = "STANDARD"
+    APPEND_ONLY = "APPEND_ONLY"
+
+
+class ChangeType(StrEnum):
+    """A stream row's `__change_type`."""
+
+    INSERT = "INSERT"
+    UPDATE_BEFORE = "UPDATE_BEFORE"
+    UPDATE_AFTER = "UPDATE_AFTER"
+    DELETE = "DELETE"
 
 
 class Landing(StrEnum):

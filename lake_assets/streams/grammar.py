@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from sqlglot.tokens import TokenType
 
 from lake_assets.core.errors import LakeError
-from lake_assets.core.states import StreamMode
 from lake_assets.sql.grammar import Grammar, ObjectWords, StatementParser, finished
 from lake_assets.sql.statements import Statement
 from lake_assets.sql.tokens import TokenCursor
+from lake_assets.streams.entry import StreamMode
 
 CREATE_STREAM = (
     "CREATE [OR REPLACE] [TABLE] STREAM [IF NOT EXISTS] name ON TABLE t | ON DYNAMIC TABLE d "

@@ -2,7 +2,11 @@
 
 from lake_assets.core.kind import Kind
 from lake_assets.streams import engine
+from lake_assets.streams.consumption import CONSUMPTION
 from lake_assets.streams.grammar import STATEMENTS, WORDS, AlterStreamOffset, CreateStream
+
+# The kind's own Dagster sensors.
+STREAMS_SENSOR = "lake_streams"
 
 KIND = Kind(
     name="stream",
@@ -16,4 +20,6 @@ KIND = Kind(
     describe=engine.describe_stream,
     drop=engine.drop_stream,
     defs="lake_assets.streams.defs",
+    sensors=(STREAMS_SENSOR,),
+    consumption=CONSUMPTION,
 )

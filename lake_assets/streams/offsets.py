@@ -25,15 +25,18 @@ from pyspark.sql import SparkSession
 
 from lake_assets.core import failpoints
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.commits import Marker, find
+from lake_assets.core.commits import STATEMENT_MARKER, find
 from lake_assets.core.delta import Commit, history
 from lake_assets.core.errors import LakeError
-from lake_assets.core.states import StreamMode
 from lake_assets.streams.changelog import RangeFiles, missing, range_files
-from lake_assets.streams.entry import Claim, Landing, StreamEntry
+from lake_assets.streams.entry import Claim, Landing, StreamEntry, StreamMode
 from lake_assets.streams.reading import StreamRead, change_query
 from lake_assets.streams.sources import KINDS, ChangeSource, change_source, find_source
 from lake_assets.volumes.files import export_landed
+
+# Where tests kill this process to prove crash safety (LAKE_FAILPOINT=<name>).
+CONSUME_AFTER_COMMIT = "consume-after-commit"
+CONSUME_BEFORE_COMMIT = "consume-before-commit"
 
 # VACUUM's default retention: files a commit removed are deleted this long after it.
 FILE_RETENTION = timedelta(days=7)
@@ -71,7 +74,7 @@ def _landed(spark: SparkSession, catalog: Catalog, claim: Claim) -> bool:
         assert claim.path is not None, "a volume claim names its file"
         assert claim.lake_home is not None, "and the LAKE_HOME that opens its volume"
         return export_landed(catalog, claim.target, claim.path, claim.lake_home)
-    record = {Marker.STATEMENT.value: 1, "tag": claim.tag}
+    record = {STATEMENT_MARKER: 1, "tag": claim.tag}
     try:
         return find(spark, claim.target, record, after=claim.after) is not None
     except Exception:  # the target is gone: nothing of it can be kept consistent any more
@@ -173,10 +176,10 @@ def consuming_as(
             _claim(spark, catalog, read, replace(claim, end=read.end))
             claimed.append(read.stream)
         if claimed:
-            failpoints.reached(failpoints.CONSUME_BEFORE_COMMIT)
+            failpoints.reached(CONSUME_BEFORE_COMMIT)
         yield
         if claimed:
-            failpoints.reached(failpoints.CONSUME_AFTER_COMMIT)
+            failpoints.reached(CONSUME_AFTER_COMMIT)
         succeeded = True
     finally:
         if claimed:

@@ -1,8 +1,8 @@
 """A stream's rows for one range of its source's versions, as one Spark SQL query: Delta's net
 changes by row id (row tracking) for STANDARD, the change data feed's inserts for APPEND_ONLY.
-Each row carries the version that wrote its image and that commit's time, as a stream's
-documented outputs show. The query is plain text, so a statement inlines it and a session API
-frame is built from it, on a local session and over Spark Connect alike."""
+Each row carries the version that wrote its image and that commit's time, so an UPDATE_BEFORE
+or DELETE row shows the older commit. The query is plain text, so a statement inlines it and a
+session API frame is built from it, on a local session and over Spark Connect alike."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from lake_assets.core.delta import Commit, delta_ref, quote_name, sql_string
-from lake_assets.core.states import ChangeType, StreamMode
 from lake_assets.streams.changelog import CHANGE_FOLDER, RangeFiles, backfill_origins
-from lake_assets.streams.entry import StreamEntry
+from lake_assets.streams.entry import ChangeType, StreamEntry, StreamMode
 
 CHANGE_TYPE = "__change_type"
 COMMIT_VERSION = "__commit_version"

@@ -37,7 +37,7 @@ from lake_assets.tables.grammar import (
 if TYPE_CHECKING:
     from lake_assets.core.kind import Context
 
-# Seed table properties and the Delta properties they map to.
+# The dialect's table properties (SET PROPERTIES) and the Delta properties they map to.
 _DELTA_PROPERTIES = {"change_tracking": "delta.enableChangeDataFeed"}
 _BOOLEAN_VALUES = ("true", "false")
 

@@ -20,12 +20,11 @@ from dagster import (
 from lake_assets.automation import AUTOMATION_INTERVAL_SECONDS, automation_sensor, refresh_cron
 from lake_assets.changes import dagster_reporter
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.entries import TaskRunRecord
 from lake_assets.core.kind import Sessions
-from lake_assets.core.names import TASKS_SENSOR
 from lake_assets.core.settings import LakeSettings
-from lake_assets.core.states import TaskRunState, TaskTrigger
-from lake_assets.tasks.entry import Schedule, TaskEntry
+from lake_assets.tasks.entry import Schedule, TaskEntry, TaskTrigger
+from lake_assets.tasks.kind import TASKS_SENSOR
+from lake_assets.tasks.run_history import TaskRunRecord, TaskRunState
 from lake_assets.tasks.runs import run_task
 from resources.catalog import CatalogResource
 from resources.spark import DeltaSparkResource

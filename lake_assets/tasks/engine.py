@@ -8,16 +8,15 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.entries import TaskRunRecord
 from lake_assets.core.errors import LakeError
 from lake_assets.core.lifecycle import drop_object, name_taken
 from lake_assets.core.results import Result
-from lake_assets.core.states import TaskRunState, TaskTrigger
 from lake_assets.sql.statements import DescribeObject, Dml
 from lake_assets.streams.entry import Landing, StreamEntry
 from lake_assets.tables.entry import TableEntry
-from lake_assets.tasks.entry import TaskEntry
+from lake_assets.tasks.entry import TaskEntry, TaskTrigger
 from lake_assets.tasks.grammar import AlterTask, CreateTask, ExecuteTask, ShowTaskHistory, reads
+from lake_assets.tasks.run_history import RUNS, TaskRunRecord, TaskRunState
 from lake_assets.tasks.runs import live_run, run_task, when_holds
 from lake_assets.volumes.entry import VolumeEntry
 
@@ -118,7 +117,7 @@ def show_tasks(session: Context) -> Result:
 
 
 def _last_run(catalog: Catalog, name: str) -> TaskRunRecord | None:
-    history = catalog.task_history(name)
+    history = RUNS.newest_first(catalog, name)
     return history[0] if history else None
 
 
@@ -158,7 +157,7 @@ def show_task_history(session: Context, stmt: ShowTaskHistory) -> Result:
     ]
     return Result(
         HISTORY_COLUMNS,
-        executing + [_history_row(record) for record in catalog.task_history(stmt.name)],
+        executing + [_history_row(record) for record in RUNS.newest_first(catalog, stmt.name)],
     )
 
 

@@ -3,11 +3,29 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import ClassVar
 
-from lake_assets.core.entries import RELATION, TASK, CatalogObject
-from lake_assets.core.states import TaskState, TaskTrigger
+from lake_assets.core.entries import RELATION, CatalogObject
 from lake_assets.streams.entry import Landing
+
+# Tasks' own namespace: a task may share its name with a table.
+TASK = "task"
+
+
+class TaskState(StrEnum):
+    """Whether a task runs by itself (its schedule or its streams' data), or only by hand."""
+
+    STARTED = "STARTED"
+    SUSPENDED = "SUSPENDED"
+
+
+class TaskTrigger(StrEnum):
+    """Who started a task run: its schedule, data on its streams, or a person."""
+
+    SCHEDULED = "SCHEDULED"
+    STREAM = "STREAM"
+    MANUAL = "MANUAL"
 
 
 @dataclass(frozen=True)

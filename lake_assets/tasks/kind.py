@@ -11,6 +11,9 @@ from lake_assets.tasks.grammar import (
     ShowTaskHistory,
 )
 
+# The kind's own Dagster sensors.
+TASKS_SENSOR = "lake_tasks"
+
 KIND = Kind(
     name="task",
     statements=STATEMENTS,
@@ -25,4 +28,5 @@ KIND = Kind(
     describe=engine.describe_task,
     drop=engine.drop_task,
     defs="lake_assets.tasks.defs",
+    sensors=(TASKS_SENSOR,),
 )

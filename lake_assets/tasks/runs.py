@@ -18,17 +18,17 @@ from typing import TYPE_CHECKING, Any
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.commits import commits_since
 from lake_assets.core.delta import row_changes
-from lake_assets.core.entries import TaskRunRecord, now_utc
+from lake_assets.core.entries import now_utc
 from lake_assets.core.errors import LakeError
-from lake_assets.core.states import TaskRunState, TaskTrigger
 from lake_assets.dynamic_tables.refresh import translate
 from lake_assets.sql.statements import Dml
 from lake_assets.streams import offsets
 from lake_assets.streams.entry import StreamEntry
 from lake_assets.streams.pending import has_data
 from lake_assets.tables.entry import TableEntry
-from lake_assets.tasks.entry import RunClaim, TaskEntry
+from lake_assets.tasks.entry import RunClaim, TaskEntry, TaskTrigger
 from lake_assets.tasks.grammar import TaskStatement
+from lake_assets.tasks.run_history import RUNS, TaskRunRecord, TaskRunState
 
 if TYPE_CHECKING:
     from lake_assets.core.kind import Context
@@ -82,7 +82,7 @@ def run_task(session: Context, name: str, trigger: TaskTrigger) -> TaskRunRecord
             streams=_consumed(catalog, run.before),
             error_message=str(failure),
         )
-        catalog.record_task_run(record)
+        RUNS.record(catalog, record)
         if not isinstance(error, Exception):
             raise
         raise LakeError(f"task {name} failed: {failure.what}", failure.fix) from error
@@ -91,7 +91,7 @@ def run_task(session: Context, name: str, trigger: TaskTrigger) -> TaskRunRecord
 
 
 def _recorded(catalog: Catalog, record: TaskRunRecord) -> TaskRunRecord:
-    catalog.record_task_run(record)
+    RUNS.record(catalog, record)
     return record
 
 
@@ -218,7 +218,7 @@ def _record_dead(session: Context, entry: TaskEntry, dead: RunClaim) -> None:
     duration = (
         datetime.fromisoformat(end) - datetime.fromisoformat(dead.start_time)
     ).total_seconds()
-    catalog.record_task_run(
+    RUNS.record(catalog,
         TaskRunRecord(
             dead.id, entry.name, TaskRunState.FAILED, dead.trigger, dead.start_time, end,
             duration, consumed, error_message=f"its process ({dead.owner}) died {how}",

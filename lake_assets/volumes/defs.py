@@ -15,7 +15,6 @@ import json
 import time
 import warnings
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 from dagster import (
     AssetKey,
@@ -43,21 +42,16 @@ from dagster import (
     sensor,
 )
 
-from lake_assets.connections.entry import ConnectionEntry
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.entries import CatalogObject
-from lake_assets.core.errors import LakeError
 from lake_assets.core.kind import Sessions
-from lake_assets.core.names import DIRECTORIES_SENSOR, VOLUMES_SENSOR
 from lake_assets.core.settings import LakeSettings
-from lake_assets.core.states import IngestMode
 from lake_assets.volumes.entry import VolumeEntry
 from lake_assets.volumes.files import directory_digest, listing_digest, refresh_directory, store_of
+from lake_assets.volumes.kind import DIRECTORIES_SENSOR, VOLUMES_SENSOR
+from lake_assets.volumes.queue_events import delete_messages, read_queues
 from resources.catalog import CatalogResource
-from resources.queues import EventQueue, ObjectEvent
 from resources.spark import DeltaSparkResource
-from resources.storage import FileInfo, S3Store
-from resources.volumes import open_queue
+from resources.storage import FileInfo
 
 VOLUMES_GROUP = "volumes"
 # A listing is cheap, but each one of an S3 volume is a request: every volume twice a minute.
@@ -206,82 +200,6 @@ def directory_job(volume: VolumeEntry) -> JobDefinition:
     return refresh_job
 
 
-def queue_readers(catalog: Catalog) -> set[str]:
-    """The volumes that an EVENT_NOTIFICATION object (a pipe) reads: it owns their queue. Found
-    by kind, through the fields that name a volume, so that volumes need not import pipes."""
-    volumes: set[str] = set()
-    for kind in CatalogObject.KINDS.values():
-        names = [name for name, space in kind.REFERENCES.items() if space == VolumeEntry.NAMESPACE]
-        if not names:
-            continue
-        for entry in catalog.entries(kind):
-            if getattr(entry, "ingest_mode", None) == IngestMode.EVENT_NOTIFICATION:
-                volumes.update(getattr(entry, name) for name in names)
-    return volumes
-
-
-def owned_queues(catalog: Catalog) -> set[tuple[str, str]]:
-    """(connection, queue) of every queue a pipe reads: one reader per queue, as SQS deletes what
-    it hands out; volumes sharing such a queue are listed instead."""
-    readers = queue_readers(catalog)
-    return {
-        (volume.connection, volume.queue_name)
-        for volume in catalog.entries(VolumeEntry)
-        if volume.name in readers and volume.queue_name
-    }
-
-
-@dataclass
-class VolumeQueue:
-    """One event queue the sensor reads this tick, the volumes whose events it carries, and the
-    messages to delete once the tick has decided what they mean."""
-
-    queue: EventQueue
-    volumes: list[tuple[VolumeEntry, S3Store]]
-    receipts: list[str] = field(default_factory=list)
-
-
-def _in_volume(volume: VolumeEntry, store: S3Store, event: ObjectEvent) -> bool:
-    """Whether an event's object is one the volume's listing holds (as deep as RECURSIVE says)."""
-    relative = store.relative(event.bucket, event.key)
-    return relative is not None and (volume.recursive or "/" not in relative)
-
-
-def _volume_queues(
-    catalog: Catalog, settings: LakeSettings, volumes: list[VolumeEntry]
-) -> dict[tuple[str, str], VolumeQueue]:
-    """The queues the sensor reads: those of S3 volumes that no pipe reads, one per queue."""
-    owned = owned_queues(catalog)
-    queues: dict[tuple[str, str], VolumeQueue] = {}
-    for volume in volumes:
-        key = (volume.connection, volume.queue_name or "")
-        if volume.queue_name is None:
-            continue
-        if key in owned:
-            continue  # one reader per queue (SQS deletes what it hands out): the pipe's; we list
-        try:
-            store = store_of(catalog, settings, volume)
-        except Exception:  # e.g. its connection is gone: listing it says so; the others go on
-            continue
-        if not isinstance(store, S3Store):
-            continue  # a local directory sends no S3 events: it is listed
-        if key not in queues:
-            connection = catalog.get(ConnectionEntry, volume.connection)
-            queues[key] = VolumeQueue(open_queue(volume, connection, settings.lake_home), [])
-        queues[key].volumes.append((volume, store))
-    return queues
-
-
-def _take_events(queue: VolumeQueue, listed: dict[str, float]) -> None:
-    """Receive the queue's messages; a volume one of them falls in is due for a listing now
-    (its time in `listed` goes to 0, which the cursor keeps until a refresh is requested)."""
-    received = queue.queue.receive()
-    queue.receipts = received.receipts
-    for volume, store in queue.volumes:
-        if any(_in_volume(volume, store, event) for event in received.events):
-            listed[volume.name] = 0.0
-
-
 def _directory_request(instance: DagsterInstance, job_name: str, digest: str) -> RunRequest | str:
     """A run of the job that refreshes to `digest`, or why none is asked for now: one is under
     way, or the last one failed moments ago."""
@@ -334,7 +252,7 @@ def directories_sensor(
         found = [catalog.find(VolumeEntry, volume.name) for volume in volumes]
         current = [volume for volume in found if volume is not None]
         listed = _listed_at(context.cursor)
-        queues = _read_queues(context, catalog, settings, current, listed)
+        queues = read_queues(context, catalog, settings, current, listed)
         requests, waiting = [], []
         now = time.time()
         for volume in current:
@@ -352,7 +270,7 @@ def directories_sensor(
                 requests.append(request)
             if volume.name in listed:
                 listed[volume.name] = now
-        _delete_messages(context, queues)
+        delete_messages(context, queues)
         return SensorResult(
             run_requests=requests,
             skip_reason=None if requests else "; ".join(waiting) or "every directory is current",
@@ -360,40 +278,6 @@ def directories_sensor(
         )
 
     return watch_directories
-
-
-def _read_queues(
-    context: SensorEvaluationContext,
-    catalog: Catalog,
-    settings: LakeSettings,
-    volumes: list[VolumeEntry],
-    listed: dict[str, float],
-) -> list[VolumeQueue]:
-    """Take every queue's messages; `listed` is left holding just the volumes read through a
-    queue (a volume whose queue cannot be read is listed every tick, as one without)."""
-    times = dict(listed)
-    listed.clear()
-    read = []
-    for queue in _volume_queues(catalog, settings, volumes).values():
-        names = {volume.name: times.get(volume.name, 0.0) for volume, _ in queue.volumes}
-        try:
-            _take_events(queue, names)
-        except LakeError as error:
-            context.log.warning(f"{error}; listing its volumes every tick meanwhile")
-            continue
-        listed.update(names)
-        read.append(queue)
-    return read
-
-
-def _delete_messages(context: SensorEvaluationContext, queues: list[VolumeQueue]) -> None:
-    """Delete what the tick received, now that its meaning is in a run request or the cursor; a
-    message not deleted comes back and costs one listing more."""
-    for queue in queues:
-        try:
-            queue.queue.delete(queue.receipts)
-        except LakeError as error:
-            context.log.warning(str(error))
 
 
 def directory_job_name(volume: VolumeEntry) -> str:

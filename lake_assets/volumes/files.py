@@ -17,7 +17,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType, Tim
 
 from lake_assets.connections.entry import ConnectionEntry
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.commits import Marker, committing, new_record, newest, writer_options
+from lake_assets.core.commits import committing, new_record, newest, writer_options
 from lake_assets.core.delta import delta_ref, fetch_folder, remove_location
 from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
@@ -28,6 +28,9 @@ from lake_assets.volumes.entry import VolumeEntry
 from lake_assets.volumes.grammar import CopyIntoVolume, VolumeSource
 from resources.storage import FileInfo, VolumeStore, inside
 from resources.volumes import open_store
+
+# The first key of a directory table's refresh commit record.
+DIRECTORY_MARKER = "lake_directory"
 
 DIRECTORY_SCHEMA = StructType(
     [
@@ -63,7 +66,7 @@ def store_of(catalog: Catalog, settings: LakeSettings, volume: VolumeEntry) -> V
 def create_directory_table(spark: SparkSession, location: str) -> None:
     """An empty directory table with change data feed, for volume streams to read; it records
     the empty listing's digest, as each refresh records its listing's."""
-    record = new_record(Marker.DIRECTORY, digest=listing_digest([]), files=0)
+    record = new_record(DIRECTORY_MARKER, digest=listing_digest([]), files=0)
     (
         spark.createDataFrame([], DIRECTORY_SCHEMA)
         .write.format("delta")
@@ -84,7 +87,7 @@ def listing_digest(files: list[FileInfo]) -> str:
 def directory_digest(spark: SparkSession | None, volume: VolumeEntry) -> str | None:
     """The listing digest the directory table was last refreshed to, from its Delta log (no
     Spark for a local one); None before the first refresh."""
-    found = newest(spark, volume.directory_location, Marker.DIRECTORY)
+    found = newest(spark, volume.directory_location, DIRECTORY_MARKER)
     return None if found is None else found[1]["digest"]
 
 
@@ -103,7 +106,7 @@ def refresh_directory(spark: SparkSession, volume: VolumeEntry, store: VolumeSto
         DIRECTORY_SCHEMA,
     )
     listing.createOrReplaceTempView(_LISTING)
-    with committing(spark, new_record(Marker.DIRECTORY, digest=digest, files=len(files))):
+    with committing(spark, new_record(DIRECTORY_MARKER, digest=digest, files=len(files))):
         spark.sql(
             f"""MERGE INTO {delta_ref(volume.directory_location)} d
             USING {_LISTING} l ON d.relative_path = l.relative_path

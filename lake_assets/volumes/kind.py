@@ -15,6 +15,10 @@ from lake_assets.volumes.grammar import (
     VolumeSource,
 )
 
+# The kind's own Dagster sensors.
+VOLUMES_SENSOR = "lake_volumes"
+DIRECTORIES_SENSOR = "lake_directories"
+
 KIND = Kind(
     name="volume",
     statements=STATEMENTS,
@@ -30,4 +34,5 @@ KIND = Kind(
     describe=engine.describe_volume,
     drop=drop_object(VolumeEntry, engine.remove_directory_table),
     defs="lake_assets.volumes.defs",
+    sensors=(VOLUMES_SENSOR, DIRECTORIES_SENSOR),
 )

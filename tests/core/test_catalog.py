@@ -17,7 +17,8 @@ import pytest
 import sqlalchemy as sa
 from pyspark.sql import SparkSession
 
-from lake_assets.core.catalog import _WRITE_LOCK, Catalog, CatalogView
+from lake_assets.core.catalog import Catalog, CatalogView
+from lake_assets.core.database import WRITE_LOCK
 from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
@@ -147,7 +148,7 @@ def _rival_may_write(location: str) -> bool:
     try:
         with engine.connect() as conn, conn.begin():
             return bool(
-                conn.execute(sa.select(sa.func.pg_try_advisory_xact_lock(_WRITE_LOCK))).scalar()
+                conn.execute(sa.select(sa.func.pg_try_advisory_xact_lock(WRITE_LOCK))).scalar()
             )
     finally:
         engine.dispose()

@@ -13,12 +13,11 @@ from lake_assets.connections.entry import ConnectionEntry
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import CatalogObject
 from lake_assets.core.settings import LakeSettings
-from lake_assets.core.states import StreamMode
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.exports.entry import ExportEntry
 from lake_assets.pipes.entry import PipeEntry
 from lake_assets.session import LakeSession
-from lake_assets.streams.entry import StreamEntry
+from lake_assets.streams.entry import StreamEntry, StreamMode
 from lake_assets.tables.entry import TableEntry
 from lake_assets.tasks.entry import TaskEntry
 from lake_assets.volumes.entry import VolumeEntry

@@ -1,12 +1,16 @@
 """Spark failures as one line (no JVM: py4j's error is given the text the JVM gives): missing AWS
-credentials say where to export them, whichever way S3A and the SDK word it."""
+credentials say where to export them, whichever way S3A and the SDK word it; what a failure says
+happened, and the one retry loop."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import pytest
 from py4j import protocol
 
-from lake_assets.core.spark_errors import translate_spark_error
+from lake_assets.core import spark_errors
+from lake_assets.core.spark_errors import Failure, classify, retrying, translate_spark_error
 
 SDK = (
     "software.amazon.awssdk.core.exception.SdkClientException: Unable to load credentials from "
@@ -81,3 +85,86 @@ def test_another_sdk_failure_keeps_its_own_words() -> None:
     assert error is not None
     assert error.what.startswith("SdkClientException: Unable to execute HTTP request")
     assert error.fix == "run again with --debug to see Spark's full error"
+
+
+@pytest.mark.parametrize(
+    ("text", "failure"),
+    [
+        ("[DELTA_CONCURRENT_APPEND.WITHOUT_HINT] Files were added", "LOST_APPEND_RACE|CONCURRENT"),
+        ("[DELTA_CONCURRENT_TRANSACTION] This error occurs", "LOST_FENCE|CONCURRENT"),
+        ("[DELTA_CONCURRENT_DELETE_READ] t", "CONCURRENT"),
+        ("java.io.IOException: storage did not answer", "UNAVAILABLE"),
+        ("IOException: java.io.FileNotFoundException: part-0", "UNAVAILABLE|FILE_MISSING"),
+        ("[FAILED_READ_FILE.FILE_NOT_FOUND] gone", "FILE_MISSING"),
+        ("[DIVIDE_BY_ZERO] Division by zero", "NONE"),
+    ],
+)
+def test_a_failure_is_classified_by_its_text(text: str, failure: str) -> None:
+    expected = Failure.NONE
+    for name in failure.split("|"):
+        expected |= Failure[name]
+    assert classify(Py4JJavaError(text)) == expected
+    assert classify(RuntimeError(text)) == expected
+
+
+def test_transient_failures_are_lost_races_and_storage_without_a_missing_file() -> None:
+    assert classify(RuntimeError("[DELTA_CONCURRENT_DELETE_READ] t")).transient
+    assert classify(RuntimeError("SocketTimeoutException: Read timed out")).transient
+    assert not classify(RuntimeError("IOException: java.io.FileNotFoundException: x")).transient
+    assert not classify(RuntimeError("[DIVIDE_BY_ZERO]")).transient
+
+
+def failing(texts: list[str], calls: list[str]) -> Callable[[], str]:
+    """An action that fails with each text in turn, then returns "done"."""
+
+    def action() -> str:
+        calls.append("try")
+        if len(calls) <= len(texts):
+            raise Py4JJavaError(texts[len(calls) - 1])
+        return "done"
+
+    return action
+
+
+def test_retrying_tries_again_what_it_is_told_waiting_twice_as_long_each_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    waits: list[float] = []
+    monkeypatch.setattr(spark_errors.time, "sleep", waits.append)
+    race = "[DELTA_CONCURRENT_APPEND] t"
+    calls: list[str] = []
+    done = retrying(
+        failing([race] * 3, calls),
+        when=lambda failure: Failure.LOST_APPEND_RACE in failure,
+        attempts=4,
+        first_wait=0.5,
+        longest_wait=1.5,
+    )
+    assert (done, len(calls), waits) == ("done", 4, [0.5, 1.0, 1.5])
+
+    calls.clear()
+    with pytest.raises(Py4JJavaError, match="DELTA_CONCURRENT_APPEND"):
+        retrying(failing([race] * 4, calls), when=lambda _: True, attempts=4, first_wait=0)
+    assert len(calls) == 4  # the last try's failure propagates as raised
+
+    calls.clear()
+    with pytest.raises(Py4JJavaError, match="DIVIDE_BY_ZERO"):
+        retrying(
+            failing(["[DIVIDE_BY_ZERO]"], calls),
+            when=lambda f: f.transient,
+            attempts=4,
+            first_wait=0,
+        )
+    assert len(calls) == 1
+
+
+def test_retrying_leaves_other_exceptions_alone() -> None:
+    calls: list[str] = []
+
+    def action() -> None:
+        calls.append("try")
+        raise ValueError("java.io.IOException")
+
+    with pytest.raises(ValueError, match="IOException"):
+        retrying(action, when=lambda _: True, attempts=3, first_wait=0, errors=(KeyError,))
+    assert len(calls) == 1

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.entries import Column, RefreshRecord
+from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
+from lake_assets.dynamic_tables.refreshes import REFRESHES, RefreshRecord
 from lake_assets.tables.entry import TableEntry
 
 COLUMNS = (Column("category", "STRING", "the key"), Column("n", "BIGINT"))
@@ -93,9 +94,9 @@ def test_readers_suspension_and_removal(catalog):
     assert catalog.update(DynamicTableEntry, "a", suspend(True)).suspended
     assert catalog.get(DynamicTableEntry, "a").suspended
     assert not catalog.update(DynamicTableEntry, "a", suspend(False)).suspended
-    catalog.record_refresh(record("a", "2026-01-01T00:00:00", "r1"))
+    REFRESHES.record(catalog, record("a", "2026-01-01T00:00:00", "r1"))
     assert catalog.remove(DynamicTableEntry, "a").name == "a"
-    assert catalog.refresh_history("a") == []
+    assert REFRESHES.newest_first(catalog, "a") == []
     assert catalog.remove(DynamicTableEntry, "a") is None
 
 
@@ -103,12 +104,12 @@ def test_refresh_history_is_newest_first_and_each_refresh_is_recorded_once(catal
     catalog.add(dynamic("a"))
     catalog.add(dynamic("b", "/w/b-1"))
     first = record("a", "2026-01-01T00:00:00", "r1", refresh_mode="FULL", reason="initial refresh")
-    catalog.record_refresh(first)
+    REFRESHES.record(catalog, first)
     failed = {"state": "FAILED", "refresh_mode": None, "error_message": "boom", "dt_version": None}
-    catalog.record_refresh(record("b", "2026-01-01T00:00:01", "r2", **failed))
-    catalog.record_refresh(record("a", "2026-01-01T00:00:02", "r3"))
-    catalog.record_refresh(record("a", "2026-01-01T00:00:09", "r1", rows_inserted=99))
-    assert [r.id for r in catalog.refresh_history("a")] == ["r3", "r1"]
-    assert catalog.refresh_history("a")[1] == first  # a record is never overwritten
-    assert [r.id for r in catalog.refresh_history()] == ["r3", "r2", "r1"]
-    assert catalog.refresh_history("b")[0].source_tables == {"t": 3}
+    REFRESHES.record(catalog, record("b", "2026-01-01T00:00:01", "r2", **failed))
+    REFRESHES.record(catalog, record("a", "2026-01-01T00:00:02", "r3"))
+    REFRESHES.record(catalog, record("a", "2026-01-01T00:00:09", "r1", rows_inserted=99))
+    assert [r.id for r in REFRESHES.newest_first(catalog, "a")] == ["r3", "r1"]
+    assert REFRESHES.newest_first(catalog, "a")[1] == first  # a record is never overwritten
+    assert [r.id for r in REFRESHES.newest_first(catalog)] == ["r3", "r2", "r1"]
+    assert REFRESHES.newest_first(catalog, "b")[0].source_tables == {"t": 3}

@@ -26,6 +26,7 @@ from lake_assets.dynamic_tables.defs import (
     TRIGGER_TAG,
     refresh_cron,
 )
+from lake_assets.dynamic_tables.refreshes import REFRESHES
 from lake_assets.session import LakeSession
 from lake_assets.tables.entry import TableEntry
 
@@ -78,7 +79,7 @@ def test_a_dynamic_table_is_an_asset_refreshed_by_dagster(
     assert metadata["dagster/row_count"] == 2
     (rows,) = lake.sql("SELECT k, n, total FROM summary ORDER BY k")
     assert list(rows.rows) == [("a", 2, 11), ("c", 1, 5)]
-    newest = lake.catalog.refresh_history("summary")
+    newest = REFRESHES.newest_first(lake.catalog, "summary")
     assert [(r.refresh_mode, r.refresh_trigger) for r in newest][:2] in (
         [("INCREMENTAL", "MANUAL"), ("FULL", "CREATION")],
         [("FULL", "CREATION"), ("INCREMENTAL", "MANUAL")],
@@ -88,7 +89,7 @@ def test_a_dynamic_table_is_an_asset_refreshed_by_dagster(
     again = job.execute_in_process(instance=instance, asset_selection=[AssetKey("summary")])
     assert again.success
     assert again.get_asset_materialization_events() == []
-    modes = [r.refresh_mode for r in lake.catalog.refresh_history("summary")]
+    modes = [r.refresh_mode for r in REFRESHES.newest_first(lake.catalog, "summary")]
     assert modes.count("NO_DATA") == 1
 
 
@@ -158,7 +159,7 @@ def test_an_automatic_refresh_after_a_failed_upstream_refresh_is_skipped(
     )
     assert automatic.success
     assert automatic.get_asset_materialization_events() == []
-    newest = lake.catalog.refresh_history("counted")[0]
+    newest = REFRESHES.newest_first(lake.catalog, "counted")[0]
     assert (newest.state, newest.refresh_trigger) == ("SKIPPED", "UPSTREAM")
     assert newest.reason == "the latest refresh or load of picked failed"
-    assert lake.catalog.refresh_history("picked")[0].state == "FAILED"
+    assert REFRESHES.newest_first(lake.catalog, "picked")[0].state == "FAILED"

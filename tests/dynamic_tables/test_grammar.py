@@ -1,4 +1,4 @@
-"""The dynamic table statements of the seed dialect."""
+"""The dynamic table statements of the `lake sql` dialect."""
 
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ from lake_assets.dynamic_tables.grammar import (
 from lake_assets.kinds import parse_statement
 from lake_assets.sql.statements import DescribeObject, DropObject, ShowObjects
 
-SEED = """CREATE OR REPLACE DYNAMIC TABLE sales_summary REFRESH INTERVAL 1 HOUR vcluster DEFAULT
+SUMMARY = """CREATE OR REPLACE DYNAMIC TABLE sales_summary REFRESH INTERVAL 1 HOUR vcluster DEFAULT
 COMMENT 'Category summary — incremental refresh' AS SELECT category, COUNT(*) AS order_cnt,
 SUM(amount) AS total_amount FROM sales_ods GROUP BY category"""
 
 
-def test_the_seed_statement() -> None:
-    statement = parse_statement(SEED)
+def test_create_or_replace_with_an_interval_a_vcluster_and_a_comment() -> None:
+    statement = parse_statement(SUMMARY)
     assert isinstance(statement, CreateDynamicTable)
     assert statement.name == "sales_summary"
     assert statement.or_replace

@@ -14,8 +14,8 @@ from pyspark.sql import SparkSession
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.settings import LakeSettings
-from lake_assets.core.states import RefreshMode
 from lake_assets.dynamic_tables import refresh as dynamic
+from lake_assets.dynamic_tables.refreshes import RefreshMode
 from lake_assets.session import LakeSession
 
 # How many examples each property draws comes from the profile (tests/conftest.py).

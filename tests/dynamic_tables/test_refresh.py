@@ -12,11 +12,12 @@ from pyspark.sql import SparkSession
 from lake_assets.core import failpoints
 from lake_assets.core.delta import history
 from lake_assets.core.errors import LakeError
-from lake_assets.core.states import RefreshTrigger
 from lake_assets.dynamic_tables import aggregate
 from lake_assets.dynamic_tables import refresh as dynamic
-from lake_assets.dynamic_tables.engine import HISTORY_COLUMNS
+from lake_assets.dynamic_tables.describing import HISTORY_COLUMNS
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
+from lake_assets.dynamic_tables.refresh import REFRESH_AFTER_COMMIT, REFRESH_BEFORE_COMMIT
+from lake_assets.dynamic_tables.refreshes import REFRESHES, RefreshTrigger
 from lake_assets.session import LakeSession
 from lake_assets.tables.entry import TableEntry
 
@@ -59,33 +60,33 @@ def version(spark: SparkSession, lake: LakeSession, name: str) -> int:
 
 
 @pytest.fixture
-def seeded(lake: LakeSession) -> LakeSession:
+def summary(lake: LakeSession) -> LakeSession:
     lake.sql(SALES_ODS)
     lake.sql(SUMMARY)
     return lake
 
 
-def test_seed_flow_creates_fills_and_refreshes_incrementally(seeded: LakeSession) -> None:
-    assert rows(seeded, "SELECT * FROM sales_summary ORDER BY category") == [
+def test_sales_summary_is_created_filled_and_refreshed_incrementally(summary: LakeSession) -> None:
+    assert rows(summary, "SELECT * FROM sales_summary ORDER BY category") == [
         ("Books", 1, Decimal("999.00"), Decimal("999.000000"), "2026-06-01", "2026-06-01"),
         ("Electronics", 2, Decimal("21998.00"), Decimal("10999.000000"),
          "2026-06-01", "2026-06-01"),
         ("Sports", 2, Decimal("2198.00"), Decimal("1099.000000"), "2026-06-01", "2026-06-01"),
     ]  # fmt: skip
-    assert seeded.catalog.get(TableEntry, "sales_ods").change_tracking  # turned on by CREATE
-    (refresh,) = seeded.sql("REFRESH DYNAMIC TABLE sales_summary")
+    assert summary.catalog.get(TableEntry, "sales_ods").change_tracking  # turned on by CREATE
+    (refresh,) = summary.sql("REFRESH DYNAMIC TABLE sales_summary")
     assert refresh.message.startswith("REFRESH NO_DATA")
-    seeded.sql("INSERT INTO sales_ods VALUES (6, 'Dune', 'Books', 45.50, '2026-06-02')")
-    seeded.sql("DELETE FROM sales_ods WHERE id = 3")
-    (refresh,) = seeded.sql("REFRESH DYNAMIC TABLE sales_summary")
+    summary.sql("INSERT INTO sales_ods VALUES (6, 'Dune', 'Books', 45.50, '2026-06-02')")
+    summary.sql("DELETE FROM sales_ods WHERE id = 3")
+    (refresh,) = summary.sql("REFRESH DYNAMIC TABLE sales_summary")
     assert refresh.message.startswith("REFRESH INCREMENTAL")
-    assert rows(seeded, "SELECT category, order_cnt, total_amount, max_date FROM sales_summary "
+    assert rows(summary, "SELECT category, order_cnt, total_amount, max_date FROM sales_summary "
                 "ORDER BY category") == [
         ("Books", 2, Decimal("1044.50"), "2026-06-02"),
         ("Electronics", 2, Decimal("21998.00"), "2026-06-01"),
         ("Sports", 1, Decimal("1299.00"), "2026-06-01"),
     ]  # fmt: skip
-    newest, no_data, creation = history_of(seeded, "sales_summary")
+    newest, no_data, creation = history_of(summary, "sales_summary")
     assert list(newest) == HISTORY_COLUMNS
     assert (newest["state"], newest["refresh_mode"], newest["refresh_trigger"]) == (
         "SUCCEED", "INCREMENTAL", "MANUAL",
@@ -104,17 +105,17 @@ def test_seed_flow_creates_fills_and_refreshes_incrementally(seeded: LakeSession
 
 
 def test_an_extreme_overtaken_by_a_gained_value_is_folded_not_recomputed(
-    spark: SparkSession, seeded: LakeSession
+    spark: SparkSession, summary: LakeSession
 ) -> None:
     """Moving the rows that hold a group's MIN and MAX outwards needs no scan of the source."""
-    seeded.sql(
+    summary.sql(
         "UPDATE sales_ods SET dt = '2026-06-09' WHERE id = 2;"
         "UPDATE sales_ods SET dt = '2026-05-30' WHERE id = 1;"
         "UPDATE sales_ods SET dt = '2026-06-03' WHERE id = 3"
     )
-    (refresh,) = seeded.sql("REFRESH DYNAMIC TABLE sales_summary")
+    (refresh,) = summary.sql("REFRESH DYNAMIC TABLE sales_summary")
     assert refresh.message.startswith("REFRESH INCREMENTAL")
-    assert rows(seeded, "SELECT category, min_date, max_date FROM sales_summary "
+    assert rows(summary, "SELECT category, min_date, max_date FROM sales_summary "
                 "ORDER BY category") == [
         ("Books", "2026-06-01", "2026-06-01"),
         ("Electronics", "2026-05-30", "2026-06-09"),
@@ -125,50 +126,50 @@ def test_an_extreme_overtaken_by_a_gained_value_is_folded_not_recomputed(
     assert [tuple(row) for row in recomputed] == [("Sports",)]
 
 
-def test_hidden_state_columns_are_not_shown(seeded: LakeSession) -> None:
-    assert columns(seeded, "SELECT * FROM sales_summary") == [
+def test_hidden_state_columns_are_not_shown(summary: LakeSession) -> None:
+    assert columns(summary, "SELECT * FROM sales_summary") == [
         "category", "order_cnt", "total_amount", "avg_amount", "min_date", "max_date",
     ]  # fmt: skip
-    assert rows(seeded, "SELECT s.order_cnt FROM sales_summary s WHERE s.category = 'Books'") == [
+    assert rows(summary, "SELECT s.order_cnt FROM sales_summary s WHERE s.category = 'Books'") == [
         (1,)
     ]
 
 
-def test_no_data_writes_nothing(spark: SparkSession, seeded: LakeSession) -> None:
-    before = version(spark, seeded, "sales_summary")
-    outcome = dynamic.refresh(spark, seeded.catalog, "sales_summary", RefreshTrigger.SCHEDULED)
+def test_no_data_writes_nothing(spark: SparkSession, summary: LakeSession) -> None:
+    before = version(spark, summary, "sales_summary")
+    outcome = dynamic.refresh(spark, summary.catalog, "sales_summary", RefreshTrigger.SCHEDULED)
     assert (outcome.state, outcome.mode, outcome.version) == ("SUCCEED", "NO_DATA", None)
     assert outcome.source_versions == {"sales_ods": 2}
-    assert version(spark, seeded, "sales_summary") == before
+    assert version(spark, summary, "sales_summary") == before
 
 
 def test_a_refresh_is_one_commit_carrying_the_versions_it_read(
-    spark: SparkSession, seeded: LakeSession
+    spark: SparkSession, summary: LakeSession
 ) -> None:
-    before = version(spark, seeded, "sales_summary")
-    seeded.sql("UPDATE sales_ods SET amount = amount + 1 WHERE category = 'Sports'")
-    outcome = dynamic.refresh(spark, seeded.catalog, "sales_summary")
-    assert outcome.version == before + 1 == version(spark, seeded, "sales_summary")
+    before = version(spark, summary, "sales_summary")
+    summary.sql("UPDATE sales_ods SET amount = amount + 1 WHERE category = 'Sports'")
+    outcome = dynamic.refresh(spark, summary.catalog, "sales_summary")
+    assert outcome.version == before + 1 == version(spark, summary, "sales_summary")
     assert outcome.source_versions == {"sales_ods": 3}
-    commit = history(spark, seeded.catalog.get(DynamicTableEntry, "sales_summary").location, 1)[0]
+    commit = history(spark, summary.catalog.get(DynamicTableEntry, "sales_summary").location, 1)[0]
     assert '"sales_ods"' in commit.user_metadata
     assert commit.operation == "MERGE"
 
 
 def test_an_incremental_refresh_writes_one_file_per_core_and_restores_the_session(
-    spark: SparkSession, seeded: LakeSession
+    spark: SparkSession, summary: LakeSession
 ) -> None:
     """Its plans run one wave of tasks; the settings it changes for that are put back after."""
     keys = ("spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions")
     before = {key: spark.conf.get(key) for key in keys}
-    seeded.sql(
+    summary.sql(
         "UPDATE sales_ods SET amount = amount + 1;"
         "INSERT INTO sales_ods SELECT id, 'Pen', CONCAT('Office ', id), 2.50, '2026-06-02' "
         "FROM range(10, 30)"
     )
-    outcome = dynamic.refresh(spark, seeded.catalog, "sales_summary")
+    outcome = dynamic.refresh(spark, summary.catalog, "sales_summary")
     assert outcome.mode == "INCREMENTAL"
-    commit = history(spark, seeded.catalog.get(DynamicTableEntry, "sales_summary").location, 1)[0]
+    commit = history(spark, summary.catalog.get(DynamicTableEntry, "sales_summary").location, 1)[0]
     metrics = commit.operation_metrics
     assert (metrics["numTargetRowsUpdated"], metrics["numTargetRowsInserted"]) == ("3", "20")
     cores = int(spark.conf.get("spark.default.parallelism"))
@@ -177,40 +178,40 @@ def test_an_incremental_refresh_writes_one_file_per_core_and_restores_the_sessio
     assert {key: spark.conf.get(key) for key in keys} == before
 
 
-def test_unsupported_shapes_refresh_full_with_the_reason(seeded: LakeSession) -> None:
-    seeded.sql(
+def test_unsupported_shapes_refresh_full_with_the_reason(summary: LakeSession) -> None:
+    summary.sql(
         "CREATE DYNAMIC TABLE ranked AS SELECT id, "
         "ROW_NUMBER() OVER (PARTITION BY category ORDER BY amount DESC) AS rank FROM sales_ods"
     )
-    describe = dict(rows(seeded, "DESC DYNAMIC TABLE ranked"))
+    describe = dict(rows(summary, "DESC DYNAMIC TABLE ranked"))
     assert describe["refresh_mode"] == "FULL"
     assert describe["refresh_mode_reason"] == "window functions are refreshed in full"
-    seeded.sql("INSERT INTO sales_ods VALUES (6, 'Dune', 'Books', 45.50, '2026-06-02')")
-    seeded.sql("REFRESH DYNAMIC TABLE ranked")
-    newest = history_of(seeded, "ranked")[0]
+    summary.sql("INSERT INTO sales_ods VALUES (6, 'Dune', 'Books', 45.50, '2026-06-02')")
+    summary.sql("REFRESH DYNAMIC TABLE ranked")
+    newest = history_of(summary, "ranked")[0]
     assert (newest["refresh_mode"], newest["reason"]) == (
         "FULL", "window functions are refreshed in full",
     )  # fmt: skip
     assert (newest["rows_inserted"], newest["rows_deleted"]) == (6, 5)
-    assert rows(seeded, "SELECT rank FROM ranked WHERE id = 6") == [(2,)]
+    assert rows(summary, "SELECT rank FROM ranked WHERE id = 6") == [(2,)]
 
 
 def test_change_tracking_turned_off_is_turned_on_again_and_refreshes_full(
-    seeded: LakeSession,
+    summary: LakeSession,
 ) -> None:
-    seeded.sql("ALTER TABLE sales_ods SET PROPERTIES ('change_tracking' = 'false')")
-    describe = dict(rows(seeded, "DESC DYNAMIC TABLE sales_summary"))
+    summary.sql("ALTER TABLE sales_ods SET PROPERTIES ('change_tracking' = 'false')")
+    describe = dict(rows(summary, "DESC DYNAMIC TABLE sales_summary"))
     assert describe["refresh_mode"] == "FULL"
     assert "change tracking is off on sales_ods" in describe["refresh_mode_reason"]
-    seeded.sql("REFRESH DYNAMIC TABLE sales_summary")
-    newest = history_of(seeded, "sales_summary")[0]
+    summary.sql("REFRESH DYNAMIC TABLE sales_summary")
+    newest = history_of(summary, "sales_summary")[0]
     assert newest["refresh_mode"] == "FULL"
     assert newest["reason"] == "change tracking was just turned on for sales_ods"
-    assert seeded.catalog.get(TableEntry, "sales_ods").change_tracking
-    seeded.sql("DELETE FROM sales_ods WHERE id = 5")
-    seeded.sql("REFRESH DYNAMIC TABLE sales_summary")
-    assert history_of(seeded, "sales_summary")[0]["refresh_mode"] == "INCREMENTAL"
-    assert rows(seeded, "SELECT COUNT(*) FROM sales_summary") == [(2,)]  # Books emptied
+    assert summary.catalog.get(TableEntry, "sales_ods").change_tracking
+    summary.sql("DELETE FROM sales_ods WHERE id = 5")
+    summary.sql("REFRESH DYNAMIC TABLE sales_summary")
+    assert history_of(summary, "sales_summary")[0]["refresh_mode"] == "INCREMENTAL"
+    assert rows(summary, "SELECT COUNT(*) FROM sales_summary") == [(2,)]  # Books emptied
 
 
 def test_a_failed_refresh_keeps_the_contents_and_records_the_error(
@@ -247,7 +248,7 @@ def test_a_create_whose_first_refresh_fails_leaves_nothing_behind(lake: LakeSess
     with pytest.raises(LakeError, match=r"dynamic table plus was not created: .*CAST_INVALID"):
         lake.sql(f"CREATE DYNAMIC TABLE plus AS {query}")
     assert lake.catalog.find(DynamicTableEntry, "plus") is None
-    assert lake.catalog.refresh_history("plus") == []
+    assert REFRESHES.newest_first(lake.catalog, "plus") == []
     assert sorted(p.name.split("-")[0] for p in lake.warehouse.iterdir()) == ["parsed", "raw"]
 
 
@@ -297,20 +298,20 @@ def test_replacing_an_upstream_dynamic_table_refreshes_readers_full(lake: LakeSe
 
 
 def test_suspend_skips_automatic_refreshes_and_resume_restores_them(
-    spark: SparkSession, seeded: LakeSession
+    spark: SparkSession, summary: LakeSession
 ) -> None:
-    (message,) = seeded.sql("ALTER DYNAMIC TABLE sales_summary SUSPEND")
+    (message,) = summary.sql("ALTER DYNAMIC TABLE sales_summary SUSPEND")
     assert message.message == "dynamic table sales_summary is SUSPENDED"
-    assert rows(seeded, "SHOW DYNAMIC TABLES")[0][1] == "SUSPENDED"
-    seeded.sql("DELETE FROM sales_ods WHERE id = 5")
-    outcome = dynamic.refresh(spark, seeded.catalog, "sales_summary", RefreshTrigger.UPSTREAM)
+    assert rows(summary, "SHOW DYNAMIC TABLES")[0][1] == "SUSPENDED"
+    summary.sql("DELETE FROM sales_ods WHERE id = 5")
+    outcome = dynamic.refresh(spark, summary.catalog, "sales_summary", RefreshTrigger.UPSTREAM)
     assert (outcome.state, outcome.reason) == ("SKIPPED", "the dynamic table is suspended")
-    assert history_of(seeded, "sales_summary")[0]["state"] == "SKIPPED"
-    assert rows(seeded, "SELECT COUNT(*) FROM sales_summary") == [(3,)]
-    seeded.sql("ALTER DYNAMIC TABLE sales_summary RESUME")
-    outcome = dynamic.refresh(spark, seeded.catalog, "sales_summary", RefreshTrigger.SCHEDULED)
+    assert history_of(summary, "sales_summary")[0]["state"] == "SKIPPED"
+    assert rows(summary, "SELECT COUNT(*) FROM sales_summary") == [(3,)]
+    summary.sql("ALTER DYNAMIC TABLE sales_summary RESUME")
+    outcome = dynamic.refresh(spark, summary.catalog, "sales_summary", RefreshTrigger.SCHEDULED)
     assert (outcome.state, outcome.mode) == ("SUCCEED", "INCREMENTAL")
-    assert rows(seeded, "SELECT COUNT(*) FROM sales_summary") == [(2,)]
+    assert rows(summary, "SELECT COUNT(*) FROM sales_summary") == [(2,)]
 
 
 def test_drop_rules(lake: LakeSession) -> None:
@@ -327,78 +328,78 @@ def test_drop_rules(lake: LakeSession) -> None:
         lake.sql("DROP TABLE a")
     lake.sql("DROP DYNAMIC TABLE b; DROP DYNAMIC TABLE a; DROP DYNAMIC TABLE IF EXISTS a")
     assert rows(lake, "SHOW DYNAMIC TABLES") == []
-    assert lake.catalog.refresh_history() == []
+    assert REFRESHES.newest_first(lake.catalog) == []
     lake.sql("DROP TABLE t")
 
 
 def test_a_crash_after_the_commit_neither_loses_the_record_nor_applies_twice(
-    spark: SparkSession, seeded: LakeSession, monkeypatch: pytest.MonkeyPatch
+    spark: SparkSession, summary: LakeSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     class Crash(BaseException):
         """Stands in for SIGKILL in-process: nothing after the failpoint runs."""
 
     def crash_at(name: str) -> None:
-        if name == failpoints.REFRESH_AFTER_COMMIT:
+        if name == REFRESH_AFTER_COMMIT:
             raise Crash
 
-    seeded.sql("INSERT INTO sales_ods VALUES (6, 'Dune', 'Books', 45.50, '2026-06-02')")
+    summary.sql("INSERT INTO sales_ods VALUES (6, 'Dune', 'Books', 45.50, '2026-06-02')")
     monkeypatch.setattr(failpoints, "reached", crash_at)
     with pytest.raises(Crash):
-        dynamic.refresh(spark, seeded.catalog, "sales_summary")
+        dynamic.refresh(spark, summary.catalog, "sales_summary")
     monkeypatch.undo()
-    assert [r["refresh_mode"] for r in history_of(seeded, "sales_summary")] == ["FULL"]
-    outcome = dynamic.refresh(spark, seeded.catalog, "sales_summary")
+    assert [r["refresh_mode"] for r in history_of(summary, "sales_summary")] == ["FULL"]
+    outcome = dynamic.refresh(spark, summary.catalog, "sales_summary")
     assert outcome.mode == "NO_DATA"  # the committed refresh is not applied again
-    modes = [r["refresh_mode"] for r in history_of(seeded, "sales_summary")]
+    modes = [r["refresh_mode"] for r in history_of(summary, "sales_summary")]
     assert modes == ["NO_DATA", "INCREMENTAL", "FULL"]  # and its record was rebuilt
-    assert rows(seeded, "SELECT order_cnt FROM sales_summary WHERE category = 'Books'") == [(2,)]
-    assert seeded.catalog.get(DynamicTableEntry, "sales_summary").row_count == 3
+    assert rows(summary, "SELECT order_cnt FROM sales_summary WHERE category = 'Books'") == [(2,)]
+    assert summary.catalog.get(DynamicTableEntry, "sales_summary").row_count == 3
 
 
 def test_a_crash_before_the_commit_leaves_nothing(
-    spark: SparkSession, seeded: LakeSession, monkeypatch: pytest.MonkeyPatch
+    spark: SparkSession, summary: LakeSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     class Crash(BaseException):
         pass
 
     def crash_at(name: str) -> None:
-        if name == failpoints.REFRESH_BEFORE_COMMIT:
+        if name == REFRESH_BEFORE_COMMIT:
             raise Crash
 
-    before = version(spark, seeded, "sales_summary")
-    seeded.sql("DELETE FROM sales_ods WHERE category = 'Books'")
+    before = version(spark, summary, "sales_summary")
+    summary.sql("DELETE FROM sales_ods WHERE category = 'Books'")
     monkeypatch.setattr(failpoints, "reached", crash_at)
     with pytest.raises(Crash):
-        dynamic.refresh(spark, seeded.catalog, "sales_summary")
+        dynamic.refresh(spark, summary.catalog, "sales_summary")
     monkeypatch.undo()
-    assert version(spark, seeded, "sales_summary") == before
-    assert dynamic.refresh(spark, seeded.catalog, "sales_summary").mode == "INCREMENTAL"
-    assert rows(seeded, "SELECT COUNT(*) FROM sales_summary") == [(2,)]
+    assert version(spark, summary, "sales_summary") == before
+    assert dynamic.refresh(spark, summary.catalog, "sales_summary").mode == "INCREMENTAL"
+    assert rows(summary, "SELECT COUNT(*) FROM sales_summary") == [(2,)]
 
 
-def test_refresh_history_index_is_plain_sqlite(seeded: LakeSession) -> None:
-    with sqlite3.connect(seeded.settings.catalog_path) as conn:
+def test_refresh_history_index_is_plain_sqlite(summary: LakeSession) -> None:
+    with sqlite3.connect(summary.settings.catalog_path) as conn:
         (count,) = conn.execute(
             "SELECT COUNT(*) FROM refresh_history WHERE name = 'sales_summary'"
         ).fetchone()
     assert count == 1
 
 
-def test_a_dynamic_table_key_is_declared_shown_and_kept_by_or_replace(seeded: LakeSession) -> None:
-    (declared,) = seeded.sql("ALTER DYNAMIC TABLE sales_summary SET PRIMARY KEY (CATEGORY)")
+def test_a_dynamic_table_key_is_declared_shown_and_kept_by_or_replace(summary: LakeSession) -> None:
+    (declared,) = summary.sql("ALTER DYNAMIC TABLE sales_summary SET PRIMARY KEY (CATEGORY)")
     assert declared.message == "dynamic table sales_summary has primary key (category)"
-    assert dict(rows(seeded, "DESC DYNAMIC TABLE sales_summary"))["primary_key"] == "category"
-    assert [(row[0], row[3]) for row in rows(seeded, "DESC TABLE sales_summary")] == [
+    assert dict(rows(summary, "DESC DYNAMIC TABLE sales_summary"))["primary_key"] == "category"
+    assert [(row[0], row[3]) for row in rows(summary, "DESC TABLE sales_summary")] == [
         ("category", 1), ("order_cnt", None), ("total_amount", None), ("avg_amount", None),
         ("min_date", None), ("max_date", None),
     ]  # fmt: skip
-    seeded.sql(
+    summary.sql(
         "CREATE OR REPLACE DYNAMIC TABLE sales_summary AS "
         "SELECT category, COUNT(*) AS n FROM sales_ods GROUP BY category"
     )
-    assert seeded.catalog.get(DynamicTableEntry, "sales_summary").primary_key == ("category",)
+    assert summary.catalog.get(DynamicTableEntry, "sales_summary").primary_key == ("category",)
     with pytest.raises(LakeError) as raised:
-        seeded.sql(
+        summary.sql(
             "CREATE OR REPLACE DYNAMIC TABLE sales_summary AS "
             "SELECT dt, COUNT(*) AS n FROM sales_ods GROUP BY dt"
         )
@@ -410,11 +411,11 @@ def test_a_dynamic_table_key_is_declared_shown_and_kept_by_or_replace(seeded: La
         "return the key's columns from the new query, or first ALTER DYNAMIC TABLE sales_summary "
         "DROP PRIMARY KEY"
     )
-    kept = seeded.catalog.get(DynamicTableEntry, "sales_summary")
+    kept = summary.catalog.get(DynamicTableEntry, "sales_summary")
     assert (kept.columns[0].name, kept.primary_key) == ("category", ("category",))
-    (dropped,) = seeded.sql("ALTER DYNAMIC TABLE sales_summary DROP PRIMARY KEY")
+    (dropped,) = summary.sql("ALTER DYNAMIC TABLE sales_summary DROP PRIMARY KEY")
     assert dropped.message == "dynamic table sales_summary has no primary key"
-    assert dict(rows(seeded, "DESC DYNAMIC TABLE sales_summary"))["primary_key"] is None
+    assert dict(rows(summary, "DESC DYNAMIC TABLE sales_summary"))["primary_key"] is None
 
 
 def test_a_dynamic_table_key_refuses_complex_and_unknown_columns(lake: LakeSession) -> None:

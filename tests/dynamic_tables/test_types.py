@@ -11,9 +11,9 @@ import pytest
 from pyspark.sql import Row, SparkSession
 
 from lake_assets.core.errors import LakeError
-from lake_assets.core.states import RefreshMode
 from lake_assets.dynamic_tables import refresh as dynamic
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
+from lake_assets.dynamic_tables.refreshes import RefreshMode
 from lake_assets.kinds import parse_statement
 from lake_assets.session import LakeSession
 

@@ -1,6 +1,7 @@
-"""Changelog exports (issue 20, seed 004) through the SQL surface, on real Spark and Delta: the
-seed's example, bad input, idempotent re-runs to a table and to a volume, resuming from the status
-table, value types, history that is no longer kept, and retries of transient failures."""
+"""Changelog exports (issue 20) through the SQL surface, on real Spark and Delta: U, DA and DR
+records on a two-column key, bad input, idempotent re-runs to a table and to a volume, resuming
+from the status table, value types, history that is no longer kept, and retries of transient
+failures."""
 
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ from pyspark.sql import SparkSession
 
 from lake_assets.core.delta import history
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
-from lake_assets.exports import engine
-from lake_assets.exports.engine import _retrying
+from lake_assets.exports import writing
 from lake_assets.exports.entry import ExportEntry
+from lake_assets.exports.run import _retrying
 from lake_assets.session import LakeSession
 from lake_assets.tables.entry import TableEntry
 from tests.ingest_helpers import files, local_volume, refused
@@ -53,7 +54,7 @@ def writer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> s
     """Both ways records reach a local table or a Parquet file: a small export's through Arrow in
     this process (delta-rs writes the table), a larger one's (here every one) through Spark."""
     if request.param == "spark":
-        monkeypatch.setattr(engine, "_IN_PROCESS", 0)
+        monkeypatch.setattr(writing, "_IN_PROCESS", 0)
     return str(request.param)
 
 
@@ -112,9 +113,11 @@ def status(lake: LakeSession, table: str = "lake_changelog_status") -> list[tupl
     return rows(lake, STATUS.format(table=table))
 
 
-def test_the_seed_example(lake: LakeSession, writer: str) -> None:
-    """Seed 004's seven rows on two key columns, as far as a single-version table has them: the
-    DO of (pk1_V2, pk2_V2) has no counterpart and is never produced."""
+def test_two_key_columns_give_u_da_and_dr_records_in_sequence(
+    lake: LakeSession, writer: str
+) -> None:
+    """Six commits on a table keyed by two columns give one record each; a DO (one version of
+    a column deleted) has no counterpart in a single-version table and is never produced."""
     lake.sql(
         "CREATE TABLE t (pk1 STRING, pk2 STRING, col_a STRING, col_b STRING, "
         "PRIMARY KEY (pk1, pk2)); ALTER TABLE t SET PROPERTIES ('change_tracking' = 'true'); "

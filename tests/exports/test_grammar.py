@@ -1,4 +1,4 @@
-"""The changelog export statements of issue 20 (seed 004), parsed without Spark: both statements,
+"""The changelog export statements of issue 20, parsed without Spark: both statements,
 their options in any order, the defaults, the shared SHOW/DESC/DROP forms, and every refusal with
 its one line."""
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from lake_assets.core import failpoints
+from lake_assets.exports.run import EXPORT_AFTER_WRITE
 from lake_assets.session import LakeSession
 from tests.exports.test_engine import (
     KEYED,
@@ -66,7 +66,7 @@ def test_an_export_killed_after_its_write_holds_each_record_once_when_run_again(
             return [r for r in records(lake, "r") if r[2] >= start]
         return file_records(range_file)
 
-    killed_at(lake.settings.lake_home, failpoints.EXPORT_AFTER_WRITE, export)
+    killed_at(lake.settings.lake_home, EXPORT_AFTER_WRITE, export)
     # Written, and not recorded: the status has range 1's row only.
     assert written() == expected
     assert [row[2:4] for row in status(lake)] == [(0, start)]

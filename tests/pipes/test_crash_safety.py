@@ -17,6 +17,9 @@ from lake_assets.core import failpoints
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import history
 from lake_assets.core.settings import LakeSettings
+from lake_assets.pipes.engine import BEFORE_PURGE
+from lake_assets.pipes.load_records import load_history
+from lake_assets.pipes.loading import AFTER_COMMIT, BEFORE_COMMIT
 from lake_assets.session import LakeSession
 from lake_assets.tables.entry import TableEntry
 from tests.ingest_helpers import files, local_volume, message, put, rows
@@ -27,11 +30,9 @@ FILES = {"a.csv": "1,a\n2,b\n", "b.csv": "3,c\n", "day=2/c.csv": "4,d\n5,e\n6,f\
 ROWS_PER_FILE = {"a.csv": 2, "b.csv": 1, "c.csv": 3}
 # What the recovering COPY finds to do: everything, or only the purge a crash left undone.
 RECOVERY = {
-    failpoints.BEFORE_COMMIT: (
-        "COPY: 3 files loaded (6 rows), 0 failed, 3 purged; t is at version 1"
-    ),
-    failpoints.AFTER_COMMIT: "COPY: 0 files loaded (0 rows), 0 failed, 3 purged",
-    failpoints.BEFORE_PURGE: "COPY: 0 files loaded (0 rows), 0 failed, 3 purged",
+    BEFORE_COMMIT: ("COPY: 3 files loaded (6 rows), 0 failed, 3 purged; t is at version 1"),
+    AFTER_COMMIT: "COPY: 0 files loaded (0 rows), 0 failed, 3 purged",
+    BEFORE_PURGE: "COPY: 0 files loaded (0 rows), 0 failed, 3 purged",
 }
 
 
@@ -73,9 +74,7 @@ def load_commits(spark: SparkSession, lake: LakeSession) -> list[int]:
     ]
 
 
-@pytest.mark.parametrize(
-    "failpoint", [failpoints.BEFORE_COMMIT, failpoints.AFTER_COMMIT, failpoints.BEFORE_PURGE]
-)
+@pytest.mark.parametrize("failpoint", [BEFORE_COMMIT, AFTER_COMMIT, BEFORE_PURGE])
 def test_a_copy_killed_at_a_failpoint_recovers_exactly_once(
     spark: SparkSession, home: tuple[LakeSession, Path], failpoint: str
 ) -> None:
@@ -85,7 +84,7 @@ def test_a_copy_killed_at_a_failpoint_recovers_exactly_once(
 
     # No file is purged before its rows are committed; every failpoint comes before the purge.
     assert files(volume) == sorted(FILES)
-    committed = 0 if failpoint == failpoints.BEFORE_COMMIT else 6
+    committed = 0 if failpoint == BEFORE_COMMIT else 6
     assert rows(lake, "SELECT COUNT(*) FROM t") == [(committed,)]
 
     assert message(lake, COPY) == RECOVERY[failpoint]
@@ -95,7 +94,7 @@ def test_a_copy_killed_at_a_failpoint_recovers_exactly_once(
     ]  # fmt: skip
     assert sorted(
         (r.file_path.rsplit("/", 1)[-1], r.status, r.rows_loaded, r.commit_version)
-        for r in lake.catalog.load_history("t")
+        for r in load_history(lake.catalog, "t")
     ) == [(name, "LOADED", count, 1) for name, count in sorted(ROWS_PER_FILE.items())]
     assert load_commits(spark, lake) == [1]
     entry = lake.catalog.get(TableEntry, "t")
@@ -109,7 +108,7 @@ def test_the_catalog_row_count_is_right_after_recovering_from_a_crash_after_the_
     real = failpoints.reached
 
     def crash_after_commit(name: str) -> None:
-        if name == failpoints.AFTER_COMMIT:
+        if name == AFTER_COMMIT:
             raise Crash(name)
         real(name)
 
@@ -117,6 +116,6 @@ def test_the_catalog_row_count_is_right_after_recovering_from_a_crash_after_the_
     with pytest.raises(Crash):
         lake.sql(COPY)
     monkeypatch.setattr(failpoints, "reached", real)
-    assert message(lake, COPY) == RECOVERY[failpoints.AFTER_COMMIT]
+    assert message(lake, COPY) == RECOVERY[AFTER_COMMIT]
     entry = lake.catalog.get(TableEntry, "t")
     assert (entry.version, entry.row_count) == (1, 6)

@@ -16,6 +16,7 @@ from lake_assets.core.delta import history, local_table
 from lake_assets.core.errors import LakeError
 from lake_assets.pipes import loading
 from lake_assets.pipes.grammar import copy_of
+from lake_assets.pipes.load_records import load_history
 from lake_assets.pipes.loading import load, pending_files, reconcile
 from lake_assets.session import LakeSession
 from lake_assets.tables.entry import TableEntry
@@ -54,7 +55,7 @@ def test_two_loaders_with_another_commit_between_their_reads_load_a_file_once(
         load(spark, catalog, table, COPY.source, store, todo, fence=version)
 
     assert rows(lake, "SELECT id, name FROM t ORDER BY id") == [(1, "a"), (2, "b"), (9, "z")]
-    assert [(r.status, r.commit_version) for r in catalog.load_history("t")] == [("LOADED", 2)]
+    assert [(r.status, r.commit_version) for r in load_history(catalog, "t")] == [("LOADED", 2)]
     location = catalog.get(TableEntry, "t").location
     carrying = [
         c.version for c in history(spark, location) if "lake_load" in (c.user_metadata or "")
@@ -102,4 +103,4 @@ def test_a_load_that_loses_the_race_to_a_commit_under_its_fence_fails_clearly(
     with pytest.raises(LakeError, match="another load into t committed at the same moment"):
         lake.sql("COPY INTO t FROM VOLUME v USING CSV")
     assert rows(lake, "SELECT id, name FROM t") == []
-    assert lake.catalog.load_history("t") == []
+    assert load_history(lake.catalog, "t") == []

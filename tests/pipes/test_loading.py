@@ -1,4 +1,4 @@
-"""Volumes, COPY INTO and pipes on real Spark + Delta: the seed's ingestion flow, exactly once."""
+"""Volumes, COPY INTO and pipes on real Spark + Delta: sales files ingested exactly once."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from pyspark.sql import SparkSession
 from lake_assets.connections.entry import ConnectionEntry
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import history
-from lake_assets.core.entries import LoadRecord
 from lake_assets.core.settings import LakeSettings
 from lake_assets.pipes import loading
+from lake_assets.pipes.load_records import LoadRecord, load_history, load_mark, record_loads
 from lake_assets.session import LakeSession
 from lake_assets.sql.grammar import StatementError
 from lake_assets.tables.entry import TableEntry
@@ -53,17 +53,17 @@ def assert_catalog_matches(lake: LakeSession, table: str, version: int, count: i
 
 
 def records_by_name(lake: LakeSession, table: str) -> dict[str, LoadRecord]:
-    return {r.file_path.rsplit("/", 1)[-1]: r for r in lake.catalog.load_history(table)}
+    return {r.file_path.rsplit("/", 1)[-1]: r for r in load_history(lake.catalog, table)}
 
 
 def no_spark() -> SparkSession:
     raise AssertionError("this statement must not start Spark")
 
 
-# --- the seed's Steps 3 and 4: export to a volume, list it, query its files, load them back ---
+# --- export to a volume, list it, query its files, load them back ---
 
 
-def test_seed_export_to_a_volume_then_query_and_load_its_files(
+def test_export_to_a_volume_then_query_and_load_its_files(
     lake: LakeSession, tmp_path: Path
 ) -> None:
     lake.sql(SALES_SOURCE)
@@ -128,7 +128,7 @@ def test_seed_export_to_a_volume_then_query_and_load_its_files(
         "part00001.csv",
     ]
 
-    # The seed's test results: COPY INTO TABLE imports the 5 rows from CSV and from Parquet.
+    # COPY INTO TABLE imports the 5 rows from CSV and from Parquet.
     age_all(data)
     lake.sql(f"CREATE TABLE sales_ods ({SALES_COLUMNS})")
     assert message(
@@ -174,7 +174,7 @@ def test_copy_loads_each_file_once_and_load_history_keeps_its_record(
     # The same path uploaded again with new content is not loaded: its records block it.
     put(volume, "a.csv", "7,x\n8,y\n9,z\n")
     assert message(lake, COPY) == NO_CHANGE
-    kept = [r for r in lake.catalog.load_history("t") if r.file_path == a.as_uri()]
+    kept = [r for r in load_history(lake.catalog, "t") if r.file_path == a.as_uri()]
     assert [(r.status, r.rows_loaded, r.file_size, r.commit_version) for r in kept] == [
         ("LOADED", 2, 8, 2),
         ("LOADED", 2, 8, 1),
@@ -281,7 +281,7 @@ def test_which_files_are_pending_settle_window_and_retention(tmp_path: Path) -> 
     assert [f.relative_path for f in forced] == ["old.csv"]  # FORCE does not read half files
 
     # A path loaded within the retention window is not loaded again; an older load has expired.
-    catalog.record_loads("t", [loaded("six.csv", 6), loaded("eight.csv", 8)], None)
+    record_loads(catalog, "t", [loaded("six.csv", 6), loaded("eight.csv", 8)], None)
     listed = [info("six.csv", 60), info("eight.csv", 60)]
     assert [f.relative_path for f in loading.pending_files(catalog, "t", listed, 7.0)] == [
         "eight.csv"
@@ -290,8 +290,9 @@ def test_which_files_are_pending_settle_window_and_retention(tmp_path: Path) -> 
 
 
 def test_copy_with_a_column_list_reads_files_by_it(lake: LakeSession, tmp_path: Path) -> None:
-    """Seed 000, Step 4: `(order_id INT, amount DECIMAL(10,2), status STRING) USING CSV OPTIONS
-    ('header' = 'true')`; a list in another order maps onto the table's columns by name."""
+    """A column list read from CSV files, `(order_id INT, amount DECIMAL(10,2), status STRING)
+    USING CSV OPTIONS ('header' = 'true')`; a list in another order maps onto the table's columns
+    by name."""
     volume = local_volume(lake, tmp_path / "orders_incoming", "orders_pipe_vol", "my_oss_conn")
     lake.sql(
         "CREATE TABLE IF NOT EXISTS orders (order_id INT, amount DECIMAL(10,2), status STRING)"
@@ -357,7 +358,7 @@ def test_each_copy_is_one_commit_and_a_lost_index_is_rebuilt_from_the_commits(
     assert message(lake, COPY) == NO_CHANGE
     assert sorted(
         (r.file_path, r.status, r.rows_loaded, r.commit_version)
-        for r in lake.catalog.load_history("t")
+        for r in load_history(lake.catalog, "t")
     ) == [
         (a.as_uri(), "LOADED", 2, 1),
         (b.as_uri(), "LOADED", 1, 1),
@@ -377,24 +378,24 @@ def test_the_index_mark_follows_each_load_and_a_rebuild_reads_back_far_enough(
     assert message(lake, COPY) == (
         "COPY: 1 files loaded (1 rows), 0 failed, 0 purged; t is at version 9"
     )
-    assert lake.catalog.load_mark("t") == 9  # the next load need not read its own commit again
+    assert load_mark(lake.catalog, "t") == 9  # the next load need not read its own commit again
 
     lake.sql(inserts)  # versions 10-17: the load's commit is more than 8 commits back
     with sqlite3.connect(lake.settings.catalog_path) as db:
         db.execute("DELETE FROM load_history")
         db.execute("DELETE FROM load_marks")
     assert message(lake, COPY) == NO_CHANGE
-    assert [(r.file_path, r.commit_version) for r in lake.catalog.load_history("t")] == [
+    assert [(r.file_path, r.commit_version) for r in load_history(lake.catalog, "t")] == [
         (a.as_uri(), 9)
     ]
-    assert lake.catalog.load_mark("t") == 17
+    assert load_mark(lake.catalog, "t") == 17
     assert_catalog_matches(lake, "t", version=17, count=17)
 
 
-# --- pipes: the seed's Step 5 and its management statements ---
+# --- pipes: a LIST_PURGE pipe and its management statements ---
 
 
-def test_pipe_seed_flow_and_management(lake: LakeSession, tmp_path: Path) -> None:
+def test_a_list_purge_pipe_loads_and_is_managed(lake: LakeSession, tmp_path: Path) -> None:
     lake.sql(SALES_SOURCE)
     incoming = local_volume(lake, tmp_path / "incoming", "pipe_vol", "my_oss_conn")
     lake.sql(f"CREATE TABLE IF NOT EXISTS sales_ods ({SALES_COLUMNS})")
@@ -555,7 +556,7 @@ def test_copy_from_an_s3_volume(
         "COPY: 2 files loaded (3 rows), 1 failed, 2 purged; t is at version 1"
     )
     assert rows(lake, "SELECT * FROM t ORDER BY id") == [(1, "a"), (2, "b"), (3, "c")]
-    assert sorted((r.file_path, r.status) for r in lake.catalog.load_history("t")) == [
+    assert sorted((r.file_path, r.status) for r in load_history(lake.catalog, "t")) == [
         (f"s3://{bucket}/incoming/a.csv", "LOADED"),
         (f"s3://{bucket}/incoming/bad.csv", "LOAD_FAILED"),
         (f"s3://{bucket}/incoming/day=2/b c.csv", "LOADED"),
@@ -668,7 +669,7 @@ def test_file_names_with_a_colon_load(lake: LakeSession, tmp_path: Path) -> None
         == "COPY: 3 files loaded (3 rows), 0 failed, 0 purged; t is at version 1"
     )
     assert rows(lake, "SELECT id FROM t ORDER BY id") == [(1,), (2,), (3,)]
-    assert {r.status for r in lake.catalog.load_history("t")} == {"LOADED"}
+    assert {r.status for r in load_history(lake.catalog, "t")} == {"LOADED"}
 
 
 def test_a_parquet_file_whose_types_do_not_fit_fails_alone(

@@ -1,4 +1,4 @@
-"""The seed dialect's parser: script splitting, our DDL forms, and Spark SQL through sqlglot."""
+"""The parser of `lake sql`: script splitting, our DDL forms, and Spark SQL through sqlglot."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def test_split_reports_an_unterminated_quote():
 # CREATE TABLE
 
 
-def test_create_table_of_the_seed_sales_source():
+def test_create_table_of_sales_source_with_its_comments():
     assert parse_statement(SALES_SOURCE) == CreateTable(
         name="sales_source",
         columns=(

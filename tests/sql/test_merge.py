@@ -14,7 +14,8 @@ from lake_assets.sql.merge import standard_merge
 
 COLUMNS = ["id", "name", "age"]
 
-SEED_MERGE = (
+# The consumer MERGE: a STANDARD stream's changes by change type, INSERT VALUES with no columns.
+CONSUMER_MERGE = (
     "MERGE INTO test_table_offset_consume target USING test_table_offset_stream source_stream "
     "ON target.id = source_stream.id "
     "WHEN MATCHED AND source_stream.__change_type = 'UPDATE_AFTER' "
@@ -39,8 +40,8 @@ def unchanged(text: str) -> str:
     return parse(text).sql("spark")
 
 
-def test_seed_merge_keeps_only_source_rows_some_clause_can_act_on():
-    assert rewritten(SEED_MERGE) == (
+def test_the_consumer_merge_keeps_only_source_rows_some_clause_can_act_on():
+    assert rewritten(CONSUMER_MERGE) == (
         "MERGE INTO test_table_offset_consume AS target USING "
         "(SELECT * FROM test_table_offset_stream AS source_stream "
         "WHERE source_stream.__change_type = 'UPDATE_AFTER' "
@@ -57,7 +58,7 @@ def test_seed_merge_keeps_only_source_rows_some_clause_can_act_on():
 
 
 def test_the_given_merge_is_left_as_it_was():
-    merge = parse(SEED_MERGE)
+    merge = parse(CONSUMER_MERGE)
     before = merge.sql("spark")
     standard_merge(merge, COLUMNS)
     assert merge.sql("spark") == before

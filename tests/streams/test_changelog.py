@@ -19,7 +19,7 @@ from lake_assets.streams.reading import StreamRead, change_query
 from tests.streams.test_properties import EXAMPLE, INITIAL, OPERATION, SETTINGS, Row, lakehouse
 
 COLUMNS = ["id", "v", "tag"]
-# Besides the seed's statements: OPTIMIZE (rewrites files, keeps row ids) and an INSERT
+# Besides INSERT, UPDATE, DELETE and MERGE: OPTIMIZE (rewrites files, keeps row ids) and an INSERT
 # OVERWRITE (removes files without change files: Delta's reader takes such a range).
 EXTRA = st.sampled_from([("optimize", None), ("overwrite", None)])
 STEPS = st.lists(st.lists(st.one_of(OPERATION, EXTRA), min_size=1, max_size=3), max_size=4)
@@ -72,7 +72,8 @@ def every_read(
 
 
 def apply(spark: SparkSession, lake: LakeSession, source, operation: tuple) -> None:
-    """One statement on t: the seed's four through the session, the two extras through Spark."""
+    """One statement on t: INSERT, UPDATE, DELETE or MERGE through the session, the extras through
+    Spark."""
     kind, _ = operation
     location = lake.catalog.relation("t").location
     if kind == "optimize":

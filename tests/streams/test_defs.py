@@ -19,7 +19,6 @@ from dagster import (
 )
 
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.states import StreamMode
 from lake_assets.definitions import build_definitions
 from lake_assets.session import LakeSession
 from lake_assets.streams.defs import (
@@ -31,7 +30,7 @@ from lake_assets.streams.defs import (
     stream_spec,
     version_key,
 )
-from lake_assets.streams.entry import StreamEntry
+from lake_assets.streams.entry import StreamEntry, StreamMode
 from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes.defs import volume_key
 

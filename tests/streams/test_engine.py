@@ -1,6 +1,7 @@
-"""Table streams through the SQL surface, on real Spark and Delta: seed 002's two examples, the
-net change rules, positions (AT, ALTER STREAM … SET OFFSET), SHOW/DESC/DROP, streams on dynamic
-tables, reading in queries, consuming writes and their offsets, staleness, bad input, and claims."""
+"""Table streams through the SQL surface, on real Spark and Delta: an APPEND_ONLY stream, a
+STANDARD one consumed by INSERT … SELECT and by the consumer MERGE, the net change rules,
+positions (AT, ALTER STREAM … SET OFFSET), SHOW/DESC/DROP, streams on dynamic tables, reading in
+queries, consuming writes and their offsets, staleness, bad input, and claims."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from tests.ingest_helpers import refused
 
 TABLE = "CREATE TABLE t (id INT, name VARCHAR, age INT)"
 METADATA = ["__change_type", "__commit_version", "__commit_timestamp"]
-SEED_MERGE = (
+CONSUMER_MERGE = (
     "MERGE INTO {target} target USING {stream} source_stream ON target.id = source_stream.id "
     "WHEN MATCHED AND source_stream.__change_type = 'UPDATE_AFTER' THEN update set target.age = "
     "source_stream.age WHEN MATCHED AND source_stream.__change_type = 'DELETE' THEN DELETE "
@@ -71,7 +72,7 @@ def tracked(lake: LakeSession, rows_sql: str) -> int:
     return latest(lake, "t")
 
 
-def test_seed_append_only_example(lake: LakeSession) -> None:
+def test_an_append_only_stream_keeps_showing_the_inserted_rows(lake: LakeSession) -> None:
     lake.sql("CREATE TABLE test_table (id INT, name VARCHAR, age INT)")
     lake.sql("ALTER table test_table set PROPERTIES ('change_tracking' = 'true')")
     lake.sql(
@@ -101,7 +102,9 @@ def test_seed_append_only_example(lake: LakeSession) -> None:
     assert rows(lake, "SELECT * FROM test_table") == []
 
 
-def test_seed_standard_example_with_its_consumer_merge(lake: LakeSession) -> None:
+def test_a_standard_stream_consumed_by_insert_select_then_the_consumer_merge(
+    lake: LakeSession,
+) -> None:
     lake.sql("CREATE TABLE test_table_offset (id INT, name VARCHAR, age INT)")
     lake.sql("ALTER TABLE test_table_offset set PROPERTIES ('change_tracking' = 'true')")
     lake.sql(
@@ -135,7 +138,9 @@ def test_seed_standard_example_with_its_consumer_merge(lake: LakeSession) -> Non
         (inserted, commits[inserted][0]),
         (updated, commits[updated][0]),
     }
-    merge = SEED_MERGE.format(target="test_table_offset_consume", stream="test_table_offset_stream")
+    merge = CONSUMER_MERGE.format(
+        target="test_table_offset_consume", stream="test_table_offset_stream"
+    )
     lake.sql(merge)
     assert rows(lake, "SELECT * FROM test_table_offset_consume") == [
         (1, "Alice", 25), (2, "Bob", 25), (3, "Charlie", 35), (4, "David", 35), (5, "Eve", 40),
@@ -557,7 +562,7 @@ CONSUMERS = {
         [(3, "c", 3)],
     ),
     "merge": (
-        SEED_MERGE.format(target="tgt", stream="s"),
+        CONSUMER_MERGE.format(target="tgt", stream="s"),
         [(1, "a", 1), (2, "b", 2), (3, "c", 3)],
     ),
     "update": (
@@ -591,7 +596,7 @@ def test_a_consuming_write_moves_the_offset_to_the_version_it_read(
 
 
 FAILING = {
-    "merge cast error": SEED_MERGE.format(target="tgt", stream="s").replace(
+    "merge cast error": CONSUMER_MERGE.format(target="tgt", stream="s").replace(
         "source_stream.age)", "CAST(source_stream.name AS INT))"
     ),
     "merge of two source rows on one target row": (

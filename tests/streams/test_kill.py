@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from lake_assets.core import failpoints
 from lake_assets.session import LakeSession
 from lake_assets.streams.entry import StreamEntry
+from lake_assets.streams.offsets import CONSUME_AFTER_COMMIT, CONSUME_BEFORE_COMMIT
 from tests.ingest_helpers import files, local_volume
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,7 +28,7 @@ CONSUMERS = {
         "INSERT INTO t VALUES (3, 'c', 3), (4, 'd', 4); INSERT INTO t VALUES (5, 'e', 5)",
         "INSERT INTO tgt SELECT id, name, age FROM s",
     ),
-    # Inserts, updates and deletes applied by seed 002's consumer MERGE.
+    # Inserts, updates and deletes applied by the consumer MERGE (INSERT VALUES, no column list).
     "merge": (
         "INSERT INTO t VALUES (3, 'c', 3); UPDATE t SET age = age + 5 WHERE id IN (1, 3); "
         "DELETE FROM t WHERE id = 2",
@@ -74,9 +74,7 @@ def killed_at(lake_home: Path, failpoint: str, sql: str) -> int:
 
 
 @pytest.mark.parametrize("consumer", list(CONSUMERS))
-@pytest.mark.parametrize(
-    "failpoint", [failpoints.CONSUME_BEFORE_COMMIT, failpoints.CONSUME_AFTER_COMMIT]
-)
+@pytest.mark.parametrize("failpoint", [CONSUME_BEFORE_COMMIT, CONSUME_AFTER_COMMIT])
 def test_a_consumer_killed_around_its_commit_loses_nothing_and_applies_nothing_twice(
     lake: LakeSession, failpoint: str, consumer: str
 ) -> None:
@@ -100,7 +98,7 @@ def test_a_consumer_killed_around_its_commit_loses_nothing_and_applies_nothing_t
     # The next statement settles the dead process's claim: the offset moved iff tgt committed.
     described = desc(lake)
     assert described["consumer"] is None
-    if failpoint == failpoints.CONSUME_BEFORE_COMMIT:
+    if failpoint == CONSUME_BEFORE_COMMIT:
         assert (described["offset_version"], latest(lake, "tgt")) == (offset, target_version)
         assert rows(lake, "tgt") == consumed
     else:
@@ -122,9 +120,7 @@ def exported_rows(volume: Path) -> Counter:
     )
 
 
-@pytest.mark.parametrize(
-    "failpoint", [failpoints.CONSUME_BEFORE_COMMIT, failpoints.CONSUME_AFTER_COMMIT]
-)
+@pytest.mark.parametrize("failpoint", [CONSUME_BEFORE_COMMIT, CONSUME_AFTER_COMMIT])
 def test_a_volume_export_killed_around_its_write_exports_each_change_once(
     lake: LakeSession, tmp_path: Path, failpoint: str
 ) -> None:
@@ -150,7 +146,7 @@ def test_a_volume_export_killed_around_its_write_exports_each_change_once(
     # The next statement settles the dead process's claim: the offset moved iff its file is there.
     described = desc(lake)
     assert described["consumer"] is None
-    if failpoint == failpoints.CONSUME_BEFORE_COMMIT:
+    if failpoint == CONSUME_BEFORE_COMMIT:
         assert (described["offset_version"], files(volume)) == (offset, exported)
     else:
         assert described["offset_version"] == read

@@ -1,6 +1,7 @@
 """Streams equal their oracles on random INSERT/UPDATE/DELETE/MERGE histories with random
-consumption points: STANDARD is the net difference of two snapshots by row identity, seed 002's
-consumer MERGE keeps a replica equal to its source, APPEND_ONLY is the rows inserted."""
+consumption points: STANDARD is the net difference of two snapshots by row identity, the consumer
+MERGE (a clause per change type) keeps a replica equal to its source, APPEND_ONLY is the rows
+inserted."""
 
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ class Source:
     """Table t, the statements that change it, and a model of its ids and inserted rows."""
 
     lake: LakeSession
-    # Ids never come back, as a primary key whose deleted values are not reused: seed 002's MERGE
+    # Ids never come back, as a primary key whose deleted values are not reused: the consumer MERGE
     # keys on id, so a delete and a re-insert of one id in one range (two row ids) would meet one
     # replica row.
     unique: bool
@@ -246,7 +247,7 @@ def test_standard_is_the_net_difference_of_the_snapshots_by_row_id(
                 assert stream(lake) == Counter()
 
 
-SEED_MERGE = (
+CONSUMER_MERGE = (
     "MERGE INTO replica target USING s source_stream ON target.id = source_stream.id "
     "WHEN MATCHED AND source_stream.__change_type = 'UPDATE_AFTER' THEN update set "
     "target.id = source_stream.id, target.v = source_stream.v, target.tag = source_stream.tag "
@@ -259,7 +260,7 @@ SEED_MERGE = (
 @SETTINGS
 @given(initial=INITIAL, history=HISTORY)
 @example(initial=EXAMPLE[0], history=EXAMPLE[1])
-def test_seed_merge_keeps_a_replica_equal_to_its_source(
+def test_the_consumer_merge_keeps_a_replica_equal_to_its_source(
     spark: SparkSession, initial: list[Row], history: list[Step]
 ) -> None:
     with lakehouse(spark, initial, unique=True) as source:
@@ -274,7 +275,7 @@ def test_seed_merge_keeps_a_replica_equal_to_its_source(
                 source.apply(operation)
             if consume:
                 end = latest(lake, "t")
-                lake.sql(SEED_MERGE)
+                lake.sql(CONSUMER_MERGE)
                 assert offset(lake) == end
                 replica, source_rows = both(lake, "replica", "t")
                 assert replica == source_rows

@@ -1,6 +1,7 @@
 """Volume streams on real Spark, Delta and files: a file's arrival, replacement and removal as
-change rows of the volume's directory table, consumed like a table stream's (seed 002's image
-example), and a directory refresh that commits only when the listing changed."""
+change rows of the volume's directory table, consumed like a table stream's (new and replaced
+images recognized by INSERT … SELECT), and a directory refresh that commits only when the
+listing changed."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from lake_assets.session import LakeSession
 from lake_assets.volumes.entry import VolumeEntry
 from tests.ingest_helpers import local_volume, put, rows
 
-# Seed 002's image example, verbatim but for its connection (a local directory instead of OSS
-# with an event queue) and its AI function: file names stand in for what the image shows.
+# Dish images recognized as they land, on a local directory instead of OSS with an event
+# queue, and with file names standing in for what an AI function would see in each image.
 RESULTS_TABLE = """CREATE TABLE IF NOT EXISTS dish_recognition_results (
     file_path VARCHAR COMMENT 'Relative path of the image',
     file_url VARCHAR COMMENT 'Full OSS URL of the image',
@@ -58,7 +59,7 @@ def directory_version(lake: LakeSession, volume: str) -> int:
 
 @pytest.fixture
 def images(lake: LakeSession, tmp_path: Path) -> Path:
-    """Seed 002's volume (two images and a note in it), results table and volume stream."""
+    """A volume of dish images (two images and a note), the results table and a volume stream."""
     directory = tmp_path / "dish-images"
     put(directory, "noodles.jpg", "jpg-1")
     put(directory, "lunch/dumplings.png", "png-1")
@@ -68,7 +69,7 @@ def images(lake: LakeSession, tmp_path: Path) -> Path:
     return directory
 
 
-def test_seed_image_example_recognizes_new_and_replaced_images_once(
+def test_a_volume_stream_recognizes_new_and_replaced_images_once(
     lake: LakeSession, images: Path
 ) -> None:
     # The stream starts at the directory's latest version: the files there before are not news.

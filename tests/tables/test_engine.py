@@ -15,9 +15,7 @@ from lake_assets.core.errors import LakeError
 from lake_assets.session import LakeSession
 from lake_assets.sql.grammar import StatementError
 from lake_assets.tables.entry import TableEntry
-from tests.ingest_helpers import SALES_ROWS as SEED_ROWS
-from tests.ingest_helpers import SALES_SOURCE as SEED_TABLE
-from tests.ingest_helpers import local_volume, refused
+from tests.ingest_helpers import SALES_ROWS, SALES_SOURCE, local_volume, refused
 
 
 def rows(lake: LakeSession, sql: str) -> list[tuple]:
@@ -32,24 +30,24 @@ def versions(spark: SparkSession, lake: LakeSession, table: str) -> list[int]:
 
 
 @pytest.fixture
-def seeded(lake: LakeSession) -> LakeSession:
-    lake.sql(SEED_TABLE)
+def sales(lake: LakeSession) -> LakeSession:
+    lake.sql(SALES_SOURCE)
     return lake
 
 
-def test_seed_table_statements_give_the_seed_rows(seeded: LakeSession) -> None:
-    assert rows(seeded, "SELECT * FROM sales_source ORDER BY id") == SEED_ROWS
-    entry = seeded.catalog.get(TableEntry, "sales_source")
+def test_the_sales_source_script_gives_its_five_rows(sales: LakeSession) -> None:
+    assert rows(sales, "SELECT * FROM sales_source ORDER BY id") == SALES_ROWS
+    entry = sales.catalog.get(TableEntry, "sales_source")
     assert (entry.version, entry.row_count) == (1, 5)
     assert entry.comment == "Data lake acceleration test source table"
 
 
-def test_update_merge_delete_each_make_one_commit(spark: SparkSession, seeded: LakeSession) -> None:
-    (update,) = seeded.sql("UPDATE sales_source SET amount = amount * 2 WHERE category = 'Sports'")
+def test_update_merge_delete_each_make_one_commit(spark: SparkSession, sales: LakeSession) -> None:
+    (update,) = sales.sql("UPDATE sales_source SET amount = amount * 2 WHERE category = 'Sports'")
     assert update.message == (
         "UPDATE: 0 inserted, 2 updated, 0 deleted; sales_source is at version 2 with 5 rows"
     )
-    (merge,) = seeded.sql(
+    (merge,) = sales.sql(
         """MERGE INTO sales_source t
         USING (SELECT * FROM VALUES (4, 'Nike Air Max', 'Sports', 899.00, '2026-06-01'),
                                     (6, 'Kindle', 'Electronics', 999.00, '2026-06-02')
@@ -61,18 +59,18 @@ def test_update_merge_delete_each_make_one_commit(spark: SparkSession, seeded: L
     assert merge.message == (
         "MERGE: 1 inserted, 1 updated, 0 deleted; sales_source is at version 3 with 6 rows"
     )
-    (delete,) = seeded.sql("DELETE FROM sales_source WHERE id = 6")
+    (delete,) = sales.sql("DELETE FROM sales_source WHERE id = 6")
     assert delete.message == (
         "DELETE: 0 inserted, 0 updated, 1 deleted; sales_source is at version 4 with 5 rows"
     )
     assert rows(
-        seeded, "SELECT id, amount FROM sales_source WHERE category = 'Sports' ORDER BY id"
+        sales, "SELECT id, amount FROM sales_source WHERE category = 'Sports' ORDER BY id"
     ) == [
         (4, Decimal("899.00")),
         (5, Decimal("398.00")),
     ]
-    assert versions(spark, seeded, "sales_source") == [0, 1, 2, 3, 4]
-    (described,) = seeded.sql("DESC HISTORY sales_source")
+    assert versions(spark, sales, "sales_source") == [0, 1, 2, 3, 4]
+    (described,) = sales.sql("DESC HISTORY sales_source")
     assert [(r[0], r[2], r[3], r[4], r[5]) for r in described.rows] == [
         (4, "DELETE", 0, 0, 1),
         (3, "MERGE", 1, 1, 0),
@@ -83,43 +81,43 @@ def test_update_merge_delete_each_make_one_commit(spark: SparkSession, seeded: L
 
 
 def test_row_count_stays_exact_when_another_writer_commits_in_between(
-    spark: SparkSession, seeded: LakeSession
+    spark: SparkSession, sales: LakeSession
 ) -> None:
-    location = seeded.catalog.get(TableEntry, "sales_source").location
+    location = sales.catalog.get(TableEntry, "sales_source").location
     spark.sql(f"INSERT INTO {delta_ref(location)} VALUES (7, 'x', 'y', 1.00, 'z')")
-    (insert,) = seeded.sql("INSERT INTO sales_source VALUES (8, 'x', 'y', 1.00, 'z')")
+    (insert,) = sales.sql("INSERT INTO sales_source VALUES (8, 'x', 'y', 1.00, 'z')")
     assert insert.message.endswith("sales_source is at version 3 with 7 rows")
-    entry = seeded.catalog.get(TableEntry, "sales_source")
+    entry = sales.catalog.get(TableEntry, "sales_source")
     assert (entry.version, entry.row_count) == (3, 7)
 
 
-def test_queries_join_aggregate_union_and_order(seeded: LakeSession) -> None:
-    seeded.sql(
+def test_queries_join_aggregate_union_and_order(sales: LakeSession) -> None:
+    sales.sql(
         "CREATE TABLE categories (name STRING, manager STRING);"
         "INSERT INTO categories VALUES ('Electronics', 'Ann'), ('Sports', 'Bo')"
     )
     assert rows(
-        seeded,
+        sales,
         """SELECT c.manager, COUNT(*) AS orders, SUM(s.amount) AS total
         FROM sales_source s JOIN categories c ON s.category = c.name
         GROUP BY c.manager ORDER BY total DESC""",
     ) == [("Ann", 3, Decimal("25297.00")), ("Bo", 2, Decimal("1098.00"))]
     assert rows(
-        seeded,
+        sales,
         """SELECT 'Source' AS stage, COUNT(*) AS n FROM sales_source
         UNION ALL SELECT 'Categories' AS stage, COUNT(*) AS n FROM categories""",
     ) == [("Source", 5), ("Categories", 2)]
 
 
 def test_change_tracking_turns_on_the_change_data_feed(
-    spark: SparkSession, seeded: LakeSession
+    spark: SparkSession, sales: LakeSession
 ) -> None:
-    seeded.sql("ALTER TABLE sales_source SET PROPERTIES ('change_tracking' = 'true')")
-    entry = seeded.catalog.get(TableEntry, "sales_source")
+    sales.sql("ALTER TABLE sales_source SET PROPERTIES ('change_tracking' = 'true')")
+    entry = sales.catalog.get(TableEntry, "sales_source")
     assert entry.change_tracking
     properties = dict(spark.sql(f"SHOW TBLPROPERTIES {delta_ref(entry.location)}").collect())
     assert properties["delta.enableChangeDataFeed"] == "true"
-    seeded.sql("UPDATE sales_source SET amount = 1 WHERE id = 1")
+    sales.sql("UPDATE sales_source SET amount = 1 WHERE id = 1")
     changes = spark.sql(
         f"SELECT _change_type, id, amount FROM table_changes_by_path('{entry.location}', 3) "
         "ORDER BY _change_type"
@@ -130,49 +128,49 @@ def test_change_tracking_turns_on_the_change_data_feed(
     ]
 
 
-def test_describe_and_show_read_the_catalog(seeded: LakeSession) -> None:
-    (described,) = seeded.sql("DESC TABLE sales_source")
+def test_describe_and_show_read_the_catalog(sales: LakeSession) -> None:
+    (described,) = sales.sql("DESC TABLE sales_source")
     assert described.columns == ["column_name", "data_type", "comment", "primary_key"]
     assert list(described.rows)[3] == ("amount", "DECIMAL(10,2)", "Amount", None)
-    (shown,) = seeded.sql("SHOW TABLES")
+    (shown,) = sales.sql("SHOW TABLES")
     (row,) = shown.rows
     assert row[:5] == ("sales_source", "TABLE", False, 5, 1)
 
 
-def test_drop_removes_the_table_and_its_files(seeded: LakeSession) -> None:
-    location = Path(seeded.catalog.get(TableEntry, "sales_source").location)
+def test_drop_removes_the_table_and_its_files(sales: LakeSession) -> None:
+    location = Path(sales.catalog.get(TableEntry, "sales_source").location)
     assert location.exists()
-    seeded.sql("DROP TABLE sales_source")
+    sales.sql("DROP TABLE sales_source")
     assert not location.exists()
-    assert seeded.catalog.find(TableEntry, "sales_source") is None
-    (again,) = seeded.sql("DROP TABLE IF EXISTS sales_source")
+    assert sales.catalog.find(TableEntry, "sales_source") is None
+    (again,) = sales.sql("DROP TABLE IF EXISTS sales_source")
     assert again.message == "table sales_source does not exist; nothing to do"
-    seeded.sql(SEED_TABLE.split(";")[0])
-    assert rows(seeded, "SELECT COUNT(*) FROM sales_source") == [(0,)]
+    sales.sql(SALES_SOURCE.split(";")[0])
+    assert rows(sales, "SELECT COUNT(*) FROM sales_source") == [(0,)]
 
 
-def test_create_twice_fails_unless_if_not_exists(seeded: LakeSession) -> None:
+def test_create_twice_fails_unless_if_not_exists(sales: LakeSession) -> None:
     with pytest.raises(StatementError, match="table sales_source already exists"):
-        seeded.sql("CREATE TABLE sales_source (id INT)")
-    (result,) = seeded.sql("CREATE TABLE IF NOT EXISTS sales_source (id INT)")
+        sales.sql("CREATE TABLE sales_source (id INT)")
+    (result,) = sales.sql("CREATE TABLE IF NOT EXISTS sales_source (id INT)")
     assert result.message == "table sales_source already exists; nothing to do"
 
 
-def test_unknown_table_is_named(seeded: LakeSession) -> None:
+def test_unknown_table_is_named(sales: LakeSession) -> None:
     with pytest.raises(
         StatementError, match="table nowhere does not exist — check the name with SHOW TABLES"
     ):
-        seeded.sql("SELECT * FROM nowhere")
+        sales.sql("SELECT * FROM nowhere")
 
 
-def test_unknown_column_names_the_table_not_its_path(seeded: LakeSession) -> None:
+def test_unknown_column_names_the_table_not_its_path(sales: LakeSession) -> None:
     with pytest.raises(StatementError) as raised:
-        seeded.sql("SELECT price FROM sales_source")
+        sales.sql("SELECT price FROM sales_source")
     message = str(raised.value)
     assert "[UNRESOLVED_COLUMN" in message
     assert "price" in message
     assert "DESC TABLE" in message
-    assert str(seeded.warehouse) not in message
+    assert str(sales.warehouse) not in message
 
 
 @pytest.mark.parametrize(
@@ -188,14 +186,14 @@ def test_unknown_column_names_the_table_not_its_path(seeded: LakeSession) -> Non
     ],
 )
 def test_type_errors_leave_no_commit(
-    spark: SparkSession, seeded: LakeSession, statement: str, condition: str
+    spark: SparkSession, sales: LakeSession, statement: str, condition: str
 ) -> None:
-    before = versions(spark, seeded, "sales_source")
+    before = versions(spark, sales, "sales_source")
     with pytest.raises(StatementError, match=condition) as raised:
-        seeded.sql(statement)
+        sales.sql(statement)
     assert raised.value.number == 1
-    assert versions(spark, seeded, "sales_source") == before
-    assert rows(seeded, "SELECT * FROM sales_source ORDER BY id") == SEED_ROWS
+    assert versions(spark, sales, "sales_source") == before
+    assert rows(sales, "SELECT * FROM sales_source ORDER BY id") == SALES_ROWS
 
 
 def test_varchar_limit_is_enforced_without_a_commit(spark: SparkSession, lake: LakeSession) -> None:

@@ -1,4 +1,4 @@
-"""standard_merge on real Spark + Delta: seed 002's MERGE runs, and accepted MERGEs keep results."""
+"""standard_merge on real Spark + Delta: the consumer MERGE runs; accepted MERGEs keep results."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from lake_assets.sql.subqueries import subquery_merge
 COLUMNS = ["id", "name", "age"]
 TARGET_ROWS = [(1, "a", 10), (2, "b", 20), (3, "c", 30), (4, "d", 40)]
 
-SEED_MERGE = (
+CONSUMER_MERGE = (
     "MERGE INTO test_table_offset_consume target USING test_table_offset_stream source_stream "
     "ON target.id = source_stream.id "
     "WHEN MATCHED AND source_stream.__change_type = 'UPDATE_AFTER' "
@@ -82,7 +82,7 @@ def changes(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Pa
     return path
 
 
-def test_seed_merge_runs_on_delta_only_once_idle_source_rows_are_dropped(
+def test_the_consumer_merge_runs_on_delta_only_once_idle_source_rows_are_dropped(
     spark: SparkSession, tmp_path: Path
 ):
     locations = {
@@ -96,12 +96,12 @@ def test_seed_merge_runs_on_delta_only_once_idle_source_rows_are_dropped(
         "id, name, age, __change_type",
         STREAM_ROWS,
     )
-    as_written = located(SEED_MERGE.format(columns="(id, name, age) "), locations)
+    as_written = located(CONSUMER_MERGE.format(columns="(id, name, age) "), locations)
     with pytest.raises(Exception, match="MULTIPLE_SOURCE_ROW"):
         spark.sql(as_written.sql("spark"))
     assert contents(spark, locations["test_table_offset_consume"]) == TARGET_ROWS
 
-    merge = standard_merge(located(SEED_MERGE.format(columns=""), locations), COLUMNS)
+    merge = standard_merge(located(CONSUMER_MERGE.format(columns=""), locations), COLUMNS)
     spark.sql(merge.sql("spark"))
     assert contents(spark, locations["test_table_offset_consume"]) == [
         (1, "a", 11),

@@ -32,11 +32,11 @@ from dagster import (
 )
 
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.names import STREAMS_SENSOR, TASKS_SENSOR
 from lake_assets.core.settings import LakeSettings
 from lake_assets.definitions import build_definitions
 from lake_assets.session import LakeSession
 from lake_assets.streams.entry import StreamEntry
+from lake_assets.streams.kind import STREAMS_SENSOR
 from lake_assets.tasks.defs import (
     AUTOMATIC,
     AUTOMATION_INTERVAL_SECONDS,
@@ -49,6 +49,8 @@ from lake_assets.tasks.defs import (
     task_key,
 )
 from lake_assets.tasks.entry import Schedule, TaskEntry
+from lake_assets.tasks.kind import TASKS_SENSOR
+from lake_assets.tasks.run_history import RUNS
 from resources.catalog import CatalogResource
 from resources.spark import DeltaSparkResource
 
@@ -258,14 +260,14 @@ def test_materializing_a_task_runs_it_and_records_what_it_consumed(
     skipped = run(**{TRIGGER_TAG: AUTOMATIC})
     assert skipped.success
     assert skipped.get_asset_materialization_events() == []
-    newest = lake.catalog.task_history("consume")[0]
+    newest = RUNS.newest_first(lake.catalog, "consume")[0]
     assert (newest.state, newest.trigger) == ("SKIPPED", "STREAM")
 
     # A failing run fails the Dagster run, and history says why.
     lake.sql("INSERT INTO t VALUES (3, 'c'); DROP TABLE hidden")
     failed = run(**{TRIGGER_TAG: AUTOMATIC})
     assert not failed.success
-    newest = lake.catalog.task_history("consume")[0]
+    newest = RUNS.newest_first(lake.catalog, "consume")[0]
     assert (newest.state, newest.trigger) == ("FAILED", "STREAM")
     assert newest.error_message.startswith("table hidden does not exist")
     assert lake.catalog.get(StreamEntry, "s").offset == end

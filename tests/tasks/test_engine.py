@@ -15,11 +15,10 @@ import psutil
 import pytest
 from pyspark.sql import SparkSession
 
-from lake_assets.core.entries import TaskRunRecord
-from lake_assets.core.states import TaskTrigger
 from lake_assets.session import LakeSession
 from lake_assets.streams.entry import StreamEntry
-from lake_assets.tasks.entry import RunClaim, TaskEntry
+from lake_assets.tasks.entry import RunClaim, TaskEntry, TaskTrigger
+from lake_assets.tasks.run_history import RUNS, TaskRunRecord
 from lake_assets.tasks.runs import run_task
 from tests.ingest_helpers import local_volume, refused
 from tests.streams.test_engine import message, rows
@@ -49,7 +48,7 @@ def latest(lake: LakeSession, table: str) -> int:
 
 
 def history(lake: LakeSession, name: str = "k") -> list[TaskRunRecord]:
-    return lake.catalog.task_history(name)
+    return RUNS.newest_first(lake.catalog, name)
 
 
 def executed(lake: LakeSession, name: str = "k") -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The task statements of the seed dialect: every form, and every refusal with its message."""
+"""The task statements of the `lake sql` dialect: every form, and every refusal with its message."""
 
 from __future__ import annotations
 

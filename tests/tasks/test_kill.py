@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from lake_assets.core import failpoints
-from lake_assets.core.states import TaskTrigger
 from lake_assets.session import LakeSession
 from lake_assets.streams.entry import StreamEntry
-from lake_assets.tasks.entry import TaskEntry
+from lake_assets.streams.offsets import CONSUME_AFTER_COMMIT, CONSUME_BEFORE_COMMIT
+from lake_assets.tasks.entry import TaskEntry, TaskTrigger
+from lake_assets.tasks.run_history import RUNS
 from lake_assets.tasks.runs import run_task
 from tests.streams.test_kill import killed_at, latest
 
@@ -26,9 +26,7 @@ def rows(lake: LakeSession, table: str) -> Counter:
     return Counter(tuple(row) for row in result.rows)
 
 
-@pytest.mark.parametrize(
-    "failpoint", [failpoints.CONSUME_BEFORE_COMMIT, failpoints.CONSUME_AFTER_COMMIT]
-)
+@pytest.mark.parametrize("failpoint", [CONSUME_BEFORE_COMMIT, CONSUME_AFTER_COMMIT])
 def test_a_task_run_killed_around_its_commit_is_settled_by_the_next_run(
     lake: LakeSession, failpoint: str
 ) -> None:
@@ -45,16 +43,16 @@ def test_a_task_run_killed_around_its_commit_is_settled_by_the_next_run(
     assert dead is not None
     assert dead.owner.split(":")[1] == str(pid)
     assert dead.offsets == {"s": start}
-    assert lake.catalog.task_history("k") == []
+    assert RUNS.newest_first(lake.catalog, "k") == []
 
     record = run_task(lake, "k", TaskTrigger.MANUAL)
-    killed = next(r for r in lake.catalog.task_history("k") if r.id == dead.id)
+    killed = next(r for r in RUNS.newest_first(lake.catalog, "k") if r.id == dead.id)
     assert (killed.state, killed.trigger, killed.start_time) == (
         "FAILED",
         "MANUAL",
         dead.start_time,
     )
-    if failpoint == failpoints.CONSUME_BEFORE_COMMIT:
+    if failpoint == CONSUME_BEFORE_COMMIT:
         assert killed.streams == {"s": [start, start]}
         assert killed.error_message == (
             f"its process ({dead.owner}) died before its write committed: it wrote nothing"

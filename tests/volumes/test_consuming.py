@@ -18,10 +18,9 @@ from typing import Any
 import pytest
 
 from lake_assets.core.errors import LakeError
-from lake_assets.core.states import StreamMode
 from lake_assets.session import LakeSession
 from lake_assets.streams import offsets
-from lake_assets.streams.entry import Claim, Landing, StreamEntry
+from lake_assets.streams.entry import Claim, Landing, StreamEntry, StreamMode
 from tests.ingest_helpers import files, local_volume
 from tests.s3_server import ACCESS_ID, ACCESS_KEY, REGION, new_bucket
 

@@ -18,12 +18,12 @@ from dagster import (
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import now_utc
-from lake_assets.core.names import DIRECTORIES_SENSOR
 from lake_assets.core.settings import LakeSettings
 from lake_assets.definitions import build_definitions
 from lake_assets.session import LakeSession
 from lake_assets.volumes.defs import OBSERVE_INTERVAL_SECONDS, VOLUMES_SENSOR
 from lake_assets.volumes.entry import VolumeEntry
+from lake_assets.volumes.kind import DIRECTORIES_SENSOR
 from tests.ingest_helpers import local_volume, put, rows
 from tests.pipes.test_defs import no_spark
 

@@ -18,12 +18,12 @@ from dagster import (
 )
 
 from lake_assets.core.entries import now_utc
-from lake_assets.core.names import DIRECTORIES_SENSOR
-from lake_assets.core.states import IngestMode
 from lake_assets.definitions import build_definitions
-from lake_assets.pipes.entry import PipeEntry
+from lake_assets.pipes.entry import IngestMode, PipeEntry
 from lake_assets.session import LakeSession
-from lake_assets.volumes.defs import DIRECTORY_BACKSTOP_SECONDS, owned_queues, queue_readers
+from lake_assets.volumes.defs import DIRECTORY_BACKSTOP_SECONDS
+from lake_assets.volumes.kind import DIRECTORIES_SENSOR
+from lake_assets.volumes.queue_events import owned_queues, queue_readers
 from tests.ingest_helpers import rows
 from tests.pipes import test_event_sensor as events
 from tests.pipes.test_event_sensor import Bucket, s3_connection

@@ -8,6 +8,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from lake_assets.pipes.load_records import load_history
 from lake_assets.session import LakeSession
 from resources.storage import is_visible
 from tests.ingest_helpers import local_volume, message, put, rows
@@ -41,7 +42,7 @@ def test_every_file_name_loads_exactly_once(
         f"t{run} is at version 1"
     )
     assert rows(lake, f"SELECT id FROM t{run} ORDER BY id") == [(n,) for n in range(len(names))]
-    records = lake.catalog.load_history(f"t{run}")
+    records = load_history(lake.catalog, f"t{run}")
     assert sorted(r.file_path for r in records) == sorted(
         (volume / name).as_uri() for name in names
     )

@@ -18,9 +18,9 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from lake_assets.core.entries import BadMessage
 from lake_assets.core.errors import LakeError
 from lake_assets.core.spark_errors import translate_spark_error
+from lake_assets.pipes.kafka.ledger import BadMessage
 
 # A bad message's value is kept up to this many bytes: it rides in its batch's commit record.
 VALUE_LIMIT = 64 * 1024

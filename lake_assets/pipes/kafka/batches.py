@@ -23,22 +23,15 @@ from sqlglot import exp
 
 from lake_assets.core import failpoints
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.commits import (
-    Fence,
-    Marker,
-    committing,
-    decode,
-    fence_lost,
-    find,
-    records,
-)
+from lake_assets.core.commits import Fence, committing, decode, fence_lost, find, records
 from lake_assets.core.delta import row_changes
-from lake_assets.core.entries import BadMessage, KafkaBatch, now_utc
+from lake_assets.core.entries import now_utc
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
-from lake_assets.core.states import BatchState
+from lake_assets.core.writes import record_commit_state
 from lake_assets.pipes.entry import PipeEntry
 from lake_assets.pipes.grammar import KafkaCopy, kafka_copy_of, kafka_source_of
+from lake_assets.pipes.kafka import ledger
 from lake_assets.pipes.kafka.bad_messages import (
     TooManyBadMessages,
     decoded,
@@ -47,11 +40,16 @@ from lake_assets.pipes.kafka.bad_messages import (
     good_messages,
 )
 from lake_assets.pipes.kafka.grammar import KafkaSource
+from lake_assets.pipes.kafka.ledger import KAFKA_MARKER, BadMessage, BatchState, KafkaBatch
 from lake_assets.pipes.kafka.reading import bounded_ranges, read_ranges
 from lake_assets.sql.statements import Dml, Query
-from lake_assets.tables.dml import record_commit_state
 from lake_assets.tables.entry import TableEntry
 from resources.kafka import KafkaAdmin, Topic, isolation, resolved
+
+# Where tests kill this process to prove crash safety (LAKE_FAILPOINT=<name>).
+KAFKA_AFTER_COMMIT = "kafka-after-commit"
+KAFKA_BEFORE_COMMIT = "kafka-before-commit"
+KAFKA_PLANNED = "kafka-after-plan"
 
 if TYPE_CHECKING:
     from lake_assets.core.kind import Context
@@ -151,14 +149,14 @@ def resume_point(
 ) -> dict[int, int]:
     """The end of the newest batch of `topic` and `group` committed to the table by any pipe,
     from the table's log; {} when none has been."""
-    for _, record in records(spark, table.location, Marker.KAFKA):
+    for _, record in records(spark, table.location, KAFKA_MARKER):
         if (record.get("topic"), record.get("group")) == (topic, group):
             return {int(p): o for p, o in record["end"].items()}
     return {}
 
 
 def _plan(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry) -> KafkaBatch | None:
-    batches = catalog.batches(pipe.name, limit=1)
+    batches = ledger.batches(catalog, pipe.name, limit=1)
     previous = batches[0] if batches else None
     if previous is not None and previous.state == BatchState.PLANNED:
         return previous
@@ -172,7 +170,8 @@ def _plan(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry) -> KafkaBat
     end = {p: latest[p] if size is None else min(latest[p], start[p] + size) for p in start}
     if all(end[p] <= start[p] for p in start):
         return None
-    return catalog.plan_batch(
+    return ledger.plan_batch(
+        catalog,
         KafkaBatch(
             pipe=pipe.name,
             number=previous.number + 1 if previous else 1,
@@ -180,7 +179,7 @@ def _plan(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry) -> KafkaBat
             end={p: max(end[p], start[p]) for p in start},
             table_version=_version(catalog, pipe.table),
             planned_at=now_utc(),
-        )
+        ),
     )
 
 
@@ -194,7 +193,7 @@ def _version(catalog: Catalog, table: str) -> int:
 def batch_record(pipe: PipeEntry, batch: KafkaBatch) -> dict[str, Any]:
     """The commit record: its tag names this pipe (as created) and the batch, never reused."""
     return {
-        Marker.KAFKA.value: 1,
+        KAFKA_MARKER: 1,
         "tag": f"{pipe.name}@{pipe.created_at}#{batch.number}",
         "pipe": pipe.name,
         "topic": pipe.topic,
@@ -225,7 +224,7 @@ def _write(session: Context, pipe: PipeEntry, batch: KafkaBatch, record: dict) -
     insert = exp.insert(copy.query.expression, copy.table)
     bound = session.bind(Dml("INSERT", copy.table, insert, {copy.placeholder: source}))
     spark = session.spark
-    failpoints.reached(failpoints.KAFKA_BEFORE_COMMIT)
+    failpoints.reached(KAFKA_BEFORE_COMMIT)
     try:
         with committing(spark, record, _fence(pipe, batch)):
             spark.sql(bound.sql).collect()
@@ -242,7 +241,7 @@ def _write(session: Context, pipe: PipeEntry, batch: KafkaBatch, record: dict) -
         good_messages(raw, bad).createOrReplaceTempView(copy.placeholder)
         with committing(spark, {**record, "bad": encoded(bad)}, _fence(pipe, batch)):
             spark.sql(bound.sql).collect()
-    failpoints.reached(failpoints.KAFKA_AFTER_COMMIT)
+    failpoints.reached(KAFKA_AFTER_COMMIT)
 
 
 def _raw(session: Context, source: KafkaSource) -> DataFrame:
@@ -283,7 +282,7 @@ def run_batch(session: Context, name: str) -> BatchOutcome | None:
     batch = plan(catalog, session.settings, pipe)
     if batch is None:
         return None
-    failpoints.reached(failpoints.KAFKA_PLANNED)
+    failpoints.reached(KAFKA_PLANNED)
     target = catalog.get(TableEntry, pipe.table)
     record = batch_record(pipe, batch)
     commit = find(spark, target.location, record, after=batch.table_version)
@@ -311,11 +310,12 @@ def run_batch(session: Context, name: str) -> BatchOutcome | None:
             f"pipe {name}: batch {batch.number}'s commit is not in table {pipe.table}",
             "another writer may have committed it under the same fence; run the pipe again",
         )
-    bad = decoded((decode(commit.user_metadata, Marker.KAFKA) or {}).get("bad", []))
-    catalog.record_bad_messages(name, batch.number, bad)
+    bad = decoded((decode(commit.user_metadata, KAFKA_MARKER) or {}).get("bad", []))
+    ledger.record_bad_messages(catalog, name, batch.number, bad)
     changes = row_changes(commit.operation or "", commit.operation_metrics)
     record_commit_state(spark, catalog, target, commit.version, changes)
-    settled = catalog.settle_batch(
+    settled = ledger.settle_batch(
+        catalog,
         name,
         batch.number,
         state=BatchState.COMMITTED.value,

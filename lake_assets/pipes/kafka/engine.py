@@ -7,13 +7,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lake_assets.core.delta import log_versions
-from lake_assets.core.entries import KafkaBatch, now_utc
+from lake_assets.core.entries import now_utc
 from lake_assets.core.errors import LakeError
 from lake_assets.core.results import Result
-from lake_assets.core.states import BatchState, PipeKind
-from lake_assets.pipes.entry import PipeEntry
+from lake_assets.pipes.entry import PipeEntry, PipeKind
 from lake_assets.pipes.grammar import CreatePipe, KafkaCopy
+from lake_assets.pipes.kafka import ledger
 from lake_assets.pipes.kafka.batches import admin_of, kafka_source, resume_point
+from lake_assets.pipes.kafka.ledger import BatchState, KafkaBatch
 from lake_assets.tables.entry import TableEntry
 from resources.kafka import KafkaAdmin, isolation, resolved
 
@@ -91,7 +92,7 @@ def _last_committed(batches: list[KafkaBatch]) -> KafkaBatch | None:
 
 
 def describe_kafka_pipe(session: Context, pipe: PipeEntry) -> Result:
-    batches = session.catalog.batches(pipe.name, limit=2)
+    batches = ledger.batches(session.catalog, pipe.name, limit=2)
     done = _last_committed(batches)
     committed = done.end if done is not None else {}
     latest, unreachable = _positions(session, pipe)

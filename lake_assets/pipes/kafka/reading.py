@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 
 from lake_assets.core.errors import LakeError
 from lake_assets.pipes.entry import PipeEntry
+from lake_assets.pipes.kafka import ledger
 from lake_assets.pipes.kafka.grammar import KafkaErrorsSource, KafkaFormat, KafkaSource
 from resources.kafka import KafkaAdmin, Topic, isolation, resolved
 
@@ -172,7 +173,7 @@ def read_kafka_errors(session: Context, source: KafkaErrorsSource) -> DataFrame:
                 m.error,
                 batch,
             )
-            for batch, m in session.catalog.bad_messages(source.pipe)
+            for batch, m in ledger.bad_messages(session.catalog, source.pipe)
         ],
         ERRORS_SCHEMA,
     )

@@ -9,7 +9,8 @@ from collections import Counter
 
 from confluent_kafka import Producer
 
-from lake_assets.core.states import BatchState
+from lake_assets.pipes.kafka import ledger
+from lake_assets.pipes.kafka.ledger import BatchState
 from lake_assets.session import LakeSession
 from resources.kafka_broker import Broker
 from tests.kafka_server import new_topic, produce
@@ -29,7 +30,7 @@ def test_the_first_refresh_in_its_own_process_loads_the_batch(
     assert refreshed.returncode == 0, (refreshed.returncode, refreshed.stderr[-3000:])
     assert "pipe p: batch 1 committed at version 1: 6 rows" in refreshed.stdout
     assert loaded(lake) == Counter(sent)
-    (batch,) = lake.catalog.batches("p")
+    (batch,) = ledger.batches(lake.catalog, "p")
     assert (batch.state, batch.start, batch.end) == (
         BatchState.COMMITTED,
         {0: 0, 1: 0},

@@ -27,6 +27,7 @@ from pyspark.sql import SparkSession
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.settings import LakeSettings
 from lake_assets.definitions import build_definitions
+from lake_assets.pipes.kafka import ledger
 from lake_assets.session import LakeSession
 from resources.kafka_broker import Broker, spawn_broker
 from tests import test_daemon
@@ -135,7 +136,7 @@ def test_a_paused_pipe_loads_nothing_until_resumed(
     with pipe_into(lake, bootstrap, topic, "paused") as table:
         sent = produce(producer, topic, messages("running", 4))
         lakehouse.wait_until_loaded(sent, table)
-        batches = lake.catalog.batches("paused")
+        batches = ledger.batches(lake.catalog, "paused")
 
         lake.sql("ALTER PIPE paused SET PIPE_EXECUTION_PAUSED = TRUE")
         paused_at = time.time()
@@ -148,7 +149,7 @@ def test_a_paused_pipe_loads_nothing_until_resumed(
         assert all("is PAUSED" in (tick.skip_reason or "") for tick in ticks), [
             tick.skip_reason for tick in ticks
         ]
-        assert lake.catalog.batches("paused") == batches
+        assert ledger.batches(lake.catalog, "paused") == batches
         assert loaded(lake, table).total() == len(sent)
         assert not lakehouse.instance.get_runs(UNFINISHED, limit=1)
 

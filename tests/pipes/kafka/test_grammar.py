@@ -1,5 +1,5 @@
-"""READ_KAFKA as a relation: the seed's call parses; formats, secrets and reserved settings are
-refused with a fix; any other TABLE(…) is left to Spark."""
+"""READ_KAFKA as a relation: a call with a comment after each argument parses; formats, secrets
+and reserved settings are refused with a fix; any other TABLE(…) is left to Spark."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from lake_assets.kinds import parse_statement
 from lake_assets.pipes.kafka.grammar import KafkaFormat, KafkaSource
 from lake_assets.sql.statements import Query
 
-SEED_CALL = """TABLE(READ_KAFKA( 'kafka-host:9092', -- bootstrap.servers
+COMMENTED_CALL = """TABLE(READ_KAFKA( 'kafka-host:9092', -- bootstrap.servers
 'orders_topic', -- topic
 '', -- topic pattern (not supported yet, leave empty)
 'pipe_orders_group', -- group_id (must be unique per Pipe for the same Topic)
@@ -35,8 +35,8 @@ def call(*arguments: str) -> str:
 BASE = ("'b:9092'", "'t'", "''", "'g'", "''", "''", "''", "''")
 
 
-def test_the_seed_call_parses_with_its_comments() -> None:
-    assert kafka_source(SEED_CALL) == KafkaSource(
+def test_a_call_with_a_comment_after_each_argument_parses() -> None:
+    assert kafka_source(COMMENTED_CALL) == KafkaSource(
         "kafka-host:9092", "orders_topic", "pipe_orders_group"
     )
 

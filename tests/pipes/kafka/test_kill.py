@@ -12,9 +12,9 @@ from itertools import pairwise
 import pytest
 from confluent_kafka import Producer
 
-from lake_assets.core import failpoints
-from lake_assets.core.entries import KafkaBatch
-from lake_assets.core.states import BatchState
+from lake_assets.pipes.kafka import ledger
+from lake_assets.pipes.kafka.batches import KAFKA_AFTER_COMMIT, KAFKA_BEFORE_COMMIT, KAFKA_PLANNED
+from lake_assets.pipes.kafka.ledger import BatchState, KafkaBatch
 from lake_assets.session import LakeSession
 from lake_assets.tables.entry import TableEntry
 from resources.kafka import KafkaAdmin
@@ -79,7 +79,7 @@ def assert_contiguous(
 ) -> list[KafkaBatch]:
     """The pipe's batches, oldest first: all COMMITTED, batch 1 from offset 0, each next one
     from where the one before ended, the last one at the topic's latest offsets."""
-    batches = sorted(lake.catalog.batches(pipe), key=lambda b: b.number)
+    batches = sorted(ledger.batches(lake.catalog, pipe), key=lambda b: b.number)
     assert [b.number for b in batches] == list(range(1, len(batches) + 1))
     assert [(b.number, b.state) for b in batches] == [
         (b.number, BatchState.COMMITTED) for b in batches
@@ -96,9 +96,9 @@ def assert_contiguous(
 
 # What the REFRESH after the kill reports for batch 1.
 RECOVERED = {
-    failpoints.KAFKA_PLANNED: "batch 1 committed",
-    failpoints.KAFKA_BEFORE_COMMIT: "batch 1 committed",
-    failpoints.KAFKA_AFTER_COMMIT: "batch 1 found committed by an earlier run",
+    KAFKA_PLANNED: "batch 1 committed",
+    KAFKA_BEFORE_COMMIT: "batch 1 committed",
+    KAFKA_AFTER_COMMIT: "batch 1 found committed by an earlier run",
 }
 
 
@@ -115,10 +115,10 @@ def test_a_refresh_killed_at_a_failpoint_loads_every_offset_exactly_once(
     killed_at(lake.settings.lake_home, failpoint, REFRESH)
     # Batch 1 was planned over the first 10 messages and stays planned: its commit, if any,
     # is not settled in the catalog yet.
-    (batch,) = lake.catalog.batches("p")
+    (batch,) = ledger.batches(lake.catalog, "p")
     assert (batch.number, batch.state) == (1, BatchState.PLANNED)
     assert (batch.start, batch.end) == ({0: 0, 1: 0}, {0: 5, 1: 5})
-    committed = sent if failpoint == failpoints.KAFKA_AFTER_COMMIT else []
+    committed = sent if failpoint == KAFKA_AFTER_COMMIT else []
     assert loaded(lake) == Counter(committed)
 
     sent += produce(producer, topic, messages("second", 7))
@@ -142,16 +142,16 @@ def test_kills_during_recovery_still_load_every_offset_exactly_once(
     sent = produce(producer, topic, messages("first", 6))
     home = lake.settings.lake_home
 
-    killed_at(home, failpoints.KAFKA_BEFORE_COMMIT, REFRESH)
+    killed_at(home, KAFKA_BEFORE_COMMIT, REFRESH)
     assert loaded(lake) == Counter()
     sent += produce(producer, topic, messages("second", 5))
     # The recovering REFRESH writes batch 1 and dies before the catalog hears of it.
-    killed_at(home, failpoints.KAFKA_AFTER_COMMIT, REFRESH)
+    killed_at(home, KAFKA_AFTER_COMMIT, REFRESH)
     assert loaded(lake) == Counter(sent[:6])
     sent += produce(producer, topic, messages("third", 4))
     # The next one dies having only found batch 1 planned, before settling it.
-    killed_at(home, failpoints.KAFKA_PLANNED, REFRESH)
-    (batch,) = lake.catalog.batches("p")
+    killed_at(home, KAFKA_PLANNED, REFRESH)
+    (batch,) = ledger.batches(lake.catalog, "p")
     assert (batch.number, batch.state, batch.end) == (1, BatchState.PLANNED, {0: 3, 1: 3})
     assert loaded(lake) == Counter(sent[:6])
 
@@ -172,7 +172,7 @@ def test_a_pipe_dropped_and_created_again_after_a_kill_loads_nothing_twice(
     create_pipe(lake, bootstrap, topic)
     producer = Producer({"bootstrap.servers": bootstrap})
     sent = produce(producer, topic, messages("first", 6))
-    killed_at(lake.settings.lake_home, failpoints.KAFKA_AFTER_COMMIT, REFRESH)
+    killed_at(lake.settings.lake_home, KAFKA_AFTER_COMMIT, REFRESH)
     assert loaded(lake) == Counter(sent)
 
     lake.sql("DROP PIPE p")

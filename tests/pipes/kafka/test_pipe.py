@@ -1,6 +1,6 @@
-"""Kafka pipes on a real broker, real Spark and Delta: READ_KAFKA as a bounded read, the seed's
-pipe loading batch after batch exactly once, a batch recovered from the table's log, and the
-pipe stopped (not rewound) when its topic is recreated."""
+"""Kafka pipes on a real broker, real Spark and Delta: READ_KAFKA as a bounded read, a pipe
+loading batch after batch exactly once, a batch recovered from the table's log, and the pipe
+stopped (not rewound) when its topic is recreated."""
 
 from __future__ import annotations
 
@@ -12,16 +12,17 @@ from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from lake_assets.core.errors import LakeError
-from lake_assets.core.states import BatchState
 from lake_assets.pipes.entry import PipeEntry
+from lake_assets.pipes.kafka import ledger
 from lake_assets.pipes.kafka.batches import plan
+from lake_assets.pipes.kafka.ledger import BatchState
 from lake_assets.session import LakeSession
 from resources.kafka_broker import Broker
 from tests.ingest_helpers import rows
 from tests.kafka_server import new_topic, produce
 
-# Seed 000's Kafka pipe, verbatim but for the broker's address and the topic's name.
-SEED_PIPE = """CREATE PIPE kafka_orders_pipe VIRTUAL_CLUSTER = 'default' BATCH_INTERVAL_IN_SECONDS = '60' AS COPY INTO orders_raw FROM ( SELECT CAST(value AS STRING) AS raw_msg FROM TABLE(READ_KAFKA( '{bootstrap}', -- bootstrap.servers
+# A Kafka pipe with a comment after each READ_KAFKA argument; the broker and topic vary.
+ORDERS_PIPE = """CREATE PIPE kafka_orders_pipe VIRTUAL_CLUSTER = 'default' BATCH_INTERVAL_IN_SECONDS = '60' AS COPY INTO orders_raw FROM ( SELECT CAST(value AS STRING) AS raw_msg FROM TABLE(READ_KAFKA( '{bootstrap}', -- bootstrap.servers
 '{topic}', -- topic
 '', -- topic pattern (not supported yet, leave empty)
 'pipe_orders_group', -- group_id (must be unique per Pipe for the same Topic)
@@ -63,12 +64,12 @@ def test_read_kafka_is_a_bounded_read_of_the_topic(
     assert rows(lake, f"SELECT value FROM {later} ORDER BY value") == [("b",), ("d",), ("e",)]
 
 
-def test_the_seed_pipe_loads_each_message_once_batch_after_batch(
+def test_the_orders_pipe_loads_each_message_once_batch_after_batch(
     lake: LakeSession, kafka_broker: Broker, producer: Producer
 ) -> None:
     topic = new_topic(kafka_broker.bootstrap)
     lake.sql("CREATE TABLE orders_raw (raw_msg STRING)")
-    lake.sql(SEED_PIPE.format(bootstrap=kafka_broker.bootstrap, topic=topic))
+    lake.sql(ORDERS_PIPE.format(bootstrap=kafka_broker.bootstrap, topic=topic))
     send(producer, topic, ["o1", "o2", "o3"])
     (first,) = lake.sql("ALTER PIPE kafka_orders_pipe REFRESH")
     assert "batch 1 committed" in first.message
@@ -96,15 +97,17 @@ def test_a_batch_committed_before_a_crash_is_settled_not_written_again(
 ) -> None:
     topic = new_topic(kafka_broker.bootstrap)
     lake.sql("CREATE TABLE orders_raw (raw_msg STRING)")
-    lake.sql(SEED_PIPE.format(bootstrap=kafka_broker.bootstrap, topic=topic))
+    lake.sql(ORDERS_PIPE.format(bootstrap=kafka_broker.bootstrap, topic=topic))
     send(producer, topic, ["o1", "o2"])
     lake.sql("ALTER PIPE kafka_orders_pipe REFRESH")
     # The run died after its commit and before the catalog heard of it: batch 1 is PLANNED.
     catalog = lake.catalog
-    (batch,) = catalog.batches("kafka_orders_pipe")
-    catalog.forget_batches("kafka_orders_pipe")
-    catalog.plan_batch(replace(batch, state=BatchState.PLANNED, commit_version=None, rows=None))
-    assert catalog.batches("kafka_orders_pipe")[0].state == BatchState.PLANNED
+    (batch,) = ledger.batches(catalog, "kafka_orders_pipe")
+    ledger.forget_batches(catalog, "kafka_orders_pipe")
+    ledger.plan_batch(
+        catalog, replace(batch, state=BatchState.PLANNED, commit_version=None, rows=None)
+    )
+    assert ledger.batches(catalog, "kafka_orders_pipe")[0].state == BatchState.PLANNED
     (result,) = lake.sql("ALTER PIPE kafka_orders_pipe REFRESH")
     assert "batch 1 found committed by an earlier run" in result.message
     assert rows(lake, "SELECT COUNT(*) FROM orders_raw") == [(2,)]
@@ -115,8 +118,8 @@ def test_a_second_pipe_with_the_same_group_is_refused(
 ) -> None:
     topic = new_topic(kafka_broker.bootstrap)
     lake.sql("CREATE TABLE orders_raw (raw_msg STRING)")
-    lake.sql(SEED_PIPE.format(bootstrap=kafka_broker.bootstrap, topic=topic))
-    second = SEED_PIPE.format(bootstrap=kafka_broker.bootstrap, topic=topic).replace(
+    lake.sql(ORDERS_PIPE.format(bootstrap=kafka_broker.bootstrap, topic=topic))
+    second = ORDERS_PIPE.format(bootstrap=kafka_broker.bootstrap, topic=topic).replace(
         "kafka_orders_pipe", "second_pipe"
     )
     with pytest.raises(LakeError, match=r"already reads topic .* with group pipe_orders_group"):
@@ -128,7 +131,7 @@ def test_a_recreated_topic_stops_the_pipe_instead_of_rereading(
 ) -> None:
     topic = new_topic(kafka_broker.bootstrap)
     lake.sql("CREATE TABLE orders_raw (raw_msg STRING)")
-    lake.sql(SEED_PIPE.format(bootstrap=kafka_broker.bootstrap, topic=topic))
+    lake.sql(ORDERS_PIPE.format(bootstrap=kafka_broker.bootstrap, topic=topic))
     send(producer, topic, ["o1"])
     lake.sql("ALTER PIPE kafka_orders_pipe REFRESH")
     admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
@@ -187,7 +190,7 @@ def test_bad_messages_up_to_max_errors_are_set_aside_and_the_rest_loads_once(
     assert errors == [(0, 1, "x", 1), (0, 2, "y", 1)]
     (message,) = rows(lake, "SELECT error FROM kafka_errors('counts') LIMIT 1")
     assert "CAST_INVALID_INPUT" in message[0]
-    assert lake.catalog.batches("counts")[0].bad == 2
+    assert ledger.batches(lake.catalog, "counts")[0].bad == 2
 
 
 def test_more_bad_messages_than_max_errors_fail_the_batch_and_stop_the_pipe(
@@ -201,7 +204,7 @@ def test_more_bad_messages_than_max_errors_fail_the_batch_and_stop_the_pipe(
         lake.sql("ALTER PIPE counts REFRESH")
     assert "DROP PIPE counts" in raised.value.fix
     assert rows(lake, "SELECT COUNT(*) FROM numbers") == [(0,)]
-    (batch,) = lake.catalog.batches("counts")
+    (batch,) = ledger.batches(lake.catalog, "counts")
     assert batch.state == BatchState.PLANNED
     reason = lake.catalog.get(PipeEntry, "counts").invalid_reason
     assert reason is not None

@@ -9,6 +9,7 @@ import uuid
 
 from confluent_kafka import Producer
 
+from lake_assets.pipes.kafka import ledger
 from lake_assets.session import LakeSession
 from resources.kafka import KafkaAdmin
 from resources.kafka_broker import Broker
@@ -97,7 +98,7 @@ def test_an_open_transaction_holds_the_pipe_until_it_ends(
     assert admin.offsets(admin.topic(topic), "latest") == {0: 1}
     drain(lake)
     assert_exactly_once(lake, sent)
-    (batch,) = lake.catalog.batches("p")
+    (batch,) = ledger.batches(lake.catalog, "p")
     assert batch.end == {0: 1}
 
     producer.commit_transaction(TIMEOUT_SECONDS)

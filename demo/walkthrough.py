@@ -19,11 +19,13 @@ from datetime import datetime
 from pathlib import Path
 
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.entries import LoadRecord, TaskRunRecord
 from lake_assets.core.settings import LakeSettings
 from lake_assets.daemon import spawn_daemon
+from lake_assets.dynamic_tables.refreshes import REFRESHES
 from lake_assets.output import write_result
+from lake_assets.pipes.load_records import LoadRecord, load_history
 from lake_assets.session import LakeSession
+from lake_assets.tasks.run_history import RUNS, TaskRunRecord
 from resources.spark import DEFAULT_CONNECT_PORT, DeltaSparkResource, remote_address
 from resources.spark_server import server_url, spawn_server, stop
 
@@ -62,13 +64,13 @@ def wait_for(what: str, done: Callable[[], bool], log: Path) -> float:
 
 
 def _data_refreshes(catalog: Catalog) -> int:
-    history = catalog.refresh_history("sales_summary")
+    history = REFRESHES.newest_first(catalog, "sales_summary")
     return sum(1 for r in history if r.state == "SUCCEED" and r.refresh_mode != "NO_DATA")
 
 
 def _consumed(catalog: Catalog, task: str, stream: str, version: int) -> TaskRunRecord | None:
     """The successful run of `task` whose offsets on `stream` moved past `version`."""
-    for run in catalog.task_history(task):
+    for run in RUNS.newest_first(catalog, task):
         before, after = run.streams.get(stream, (0, 0))
         if run.state == "SUCCEED" and before < version <= after:
             return run
@@ -101,7 +103,7 @@ def _loaded(catalog: Catalog, folder: str) -> LoadRecord | None:
     return next(
         (
             r
-            for r in catalog.load_history("sales_ods")
+            for r in load_history(catalog, "sales_ods")
             if r.status == "LOADED" and f"/{folder}" in r.file_path
         ),
         None,
@@ -135,7 +137,7 @@ def land_batch(session: LakeSession, folder: str, query: str, log: Path) -> None
 
 
 def _recording_runs(catalog: Catalog) -> int:
-    history = catalog.task_history("record_landed_files")
+    history = RUNS.newest_first(catalog, "record_landed_files")
     return sum(1 for r in history if r.state == "SUCCEED" and r.rows_written)
 
 
@@ -174,7 +176,7 @@ def main() -> None:
             Catalog(settings.catalog_location), settings, lambda: spark.spark_session
         )
 
-        banner("Step 3: the source table (demo/tables.sql)")
+        banner("The source table (demo/tables.sql)")
         run(session, (ROOT / "demo" / "tables.sql").read_text())
         banner("Steps 1-5: connection, volumes, exports and the pipe (demo/pipeline.sql)")
         run(session, (ROOT / "demo" / "pipeline.sql").read_text().replace("${FILES}", str(files)))

@@ -1,2 +1,2 @@
--- Seed 001, step 3: the source table and its five rows, verbatim.
+-- The sales source table and its five orders, as one script for `lake sql -f`.
 CREATE TABLE IF NOT EXISTS sales_source ( id BIGINT COMMENT 'Order ID', product STRING COMMENT 'Product name', category STRING COMMENT 'Category', amount DECIMAL(10,2) COMMENT 'Amount', dt STRING COMMENT 'Date' ) COMMENT 'Data lake acceleration test source table'; INSERT INTO sales_source VALUES (1, 'iPhone 15', 'Electronics', 8999.00, '2026-06-01'), (2, 'MacBook Pro', 'Electronics', 14999.00, '2026-06-01'), (3, 'AirPods', 'Electronics', 1299.00, '2026-06-01'), (4, 'Nike Air Max', 'Sports', 899.00, '2026-06-01'), (5, 'Yoga Mat', 'Sports', 199.00, '2026-06-01');

@@ -1,0 +1,133 @@
+"""SHOW, DESC and SHOW REFRESH HISTORY of dynamic tables: they read the catalog only, no Spark."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.results import Result
+from lake_assets.dynamic_tables.entry import DynamicTableEntry, SchedulingState
+from lake_assets.dynamic_tables.grammar import ShowRefreshHistory
+from lake_assets.dynamic_tables.refresh import plan_of
+from lake_assets.dynamic_tables.refreshes import REFRESHES, RefreshMode, RefreshRecord
+from lake_assets.sql.statements import DescribeObject
+from lake_assets.tables.entry import TableEntry
+
+if TYPE_CHECKING:
+    from lake_assets.core.kind import Context
+
+
+def show_dynamic_tables(session: Context) -> Result:
+    catalog = session.catalog
+    rows = []
+    for entry in catalog.entries(DynamicTableEntry):
+        last = _last(catalog, entry.name)
+        rows.append(
+            (
+                entry.name,
+                _state(entry),
+                _interval_text(entry.refresh_interval_seconds),
+                ", ".join(entry.sources),
+                last.start_time if last else None,
+                last.refresh_mode if last else None,
+                entry.row_count,
+                entry.comment,
+                entry.created_at,
+            )
+        )
+    return Result(
+        [
+            "name", "state", "refresh_interval", "sources", "last_refresh_time",
+            "last_refresh_mode", "rows", "comment", "created_at",
+        ],
+        rows,
+    )  # fmt: skip
+
+
+def _last(catalog: Catalog, name: str, committed: bool = False) -> RefreshRecord | None:
+    for record in REFRESHES.newest_first(catalog, name):
+        if not committed or record.dt_version is not None:
+            return record
+    return None
+
+
+def _state(entry: DynamicTableEntry) -> SchedulingState:
+    return SchedulingState.SUSPENDED if entry.suspended else SchedulingState.ACTIVE
+
+
+def _interval_text(seconds: int | None) -> str | None:
+    if seconds is None:
+        return None
+    for unit, size in (("DAY", 86400), ("HOUR", 3600), ("MINUTE", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size} {unit}"
+    return f"{seconds} SECOND"
+
+
+def next_mode(catalog: Catalog, entry: DynamicTableEntry) -> tuple[str, str | None]:
+    """The mode the next refresh that finds changes will use, and why when it is FULL."""
+    plan = plan_of(entry)
+    if plan.reason:
+        return RefreshMode.FULL, plan.reason
+    if _last(catalog, entry.name, committed=True) is None:
+        return RefreshMode.FULL, "initial refresh"
+    for name in entry.sources:
+        relation = catalog.relation(name)
+        if isinstance(relation, TableEntry) and not relation.change_tracking:
+            return RefreshMode.FULL, f"change tracking is off on {name}; the refresh turns it on"
+    return RefreshMode.INCREMENTAL, None
+
+
+def describe_dynamic_table(session: Context, stmt: DescribeObject) -> Result:
+    catalog = session.catalog
+    entry = catalog.get(DynamicTableEntry, stmt.name)
+    last = _last(catalog, entry.name)
+    committed = _last(catalog, entry.name, committed=True)
+    mode, why = next_mode(catalog, entry)
+    read = committed.source_tables if committed else {}
+    return Result.properties(
+        name=entry.name,
+        query=entry.query,
+        sources=", ".join(
+            f"{name}@{read[name]}" if name in read else name for name in entry.sources
+        ),
+        columns=", ".join(f"{c.name} {c.type}" for c in entry.columns),
+        primary_key=", ".join(entry.primary_key) or None,
+        refresh_interval=_interval_text(entry.refresh_interval_seconds),
+        vcluster=entry.vcluster,
+        state=_state(entry),
+        last_refresh=(
+            f"{last.start_time} {last.state} {last.refresh_mode or ''}".strip() if last else None
+        ),
+        refresh_mode=mode,
+        refresh_mode_reason=why,
+        rows=entry.row_count,
+        version=entry.version,
+        location=entry.location,
+        comment=entry.comment,
+        created_at=entry.created_at,
+    )
+
+
+HISTORY_COLUMNS = [
+    "name", "state", "refresh_mode", "refresh_trigger", "start_time", "end_time", "duration",
+    "source_tables", "rows_inserted", "rows_deleted", "error_message", "reason",
+]  # fmt: skip
+
+
+def show_refresh_history(session: Context, stmt: ShowRefreshHistory) -> Result:
+    catalog = session.catalog
+    if stmt.name is not None:
+        catalog.get(DynamicTableEntry, stmt.name)
+    return Result(
+        HISTORY_COLUMNS,
+        [
+            (
+                r.name, r.state, r.refresh_mode, r.refresh_trigger, r.start_time, r.end_time,
+                round(r.duration, 3),
+                ", ".join(f"{name}@{version}" for name, version in r.source_tables.items()),
+                r.rows_inserted, r.rows_deleted, r.error_message, r.reason,
+            )
+            for r in REFRESHES.newest_first(catalog, stmt.name)
+        ],
+    )  # fmt: skip
