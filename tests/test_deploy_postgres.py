@@ -42,6 +42,7 @@ def test_a_materialization_is_stored_in_postgres_and_read_back(deploy_env: dict[
     resources = build_definitions(LakeSettings.from_env()).resources
 
     with DagsterInstance.get() as instance:
+        assert not instance.nux_enabled  # no onboarding dialog over the UI's first page
         result = materialize(
             [catalog_tables], instance=instance, resources={"catalog": resources["catalog"]}
         )

@@ -245,7 +245,6 @@ def ingestion_asset(
             table.name: AssetOut(
                 key=table.name,
                 description=table.comment,
-                group_name=TABLES_GROUP,
                 kinds={"delta", "spark"},
                 metadata=table_metadata(table),
             )
@@ -255,6 +254,9 @@ def ingestion_asset(
         },
         check_specs=checks,
         config=_load_config(table.name),
+        # A graph's outputs take the graph's group (theirs is ignored): the table stays in
+        # `tables` with the tables SQL writes.
+        group_name=TABLES_GROUP,
     )
     def ingest_table(**upstream: Any) -> dict[str, Any]:
         return dict(zip(names, report(load(**upstream)), strict=True))

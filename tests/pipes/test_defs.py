@@ -101,6 +101,8 @@ def test_the_definitions_of_a_pipe(home: Home) -> None:
     graph = defs.resolve_asset_graph()
     table = graph.get(AssetKey("t"))
     assert table.is_materializable
+    # Every table is in one group, whoever writes it (a pipe's load or SQL).
+    assert table.group_name == graph.get(AssetKey("plain")).group_name == "tables"
     assert table.check_keys == {AssetCheckKey(AssetKey("t"), FILES_CHECK)}
     assert AssetKey(["volume", "v"]) in table.parent_entity_keys
     volume = graph.get(AssetKey(["volume", "v"]))
