@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+# The fix of a failure only Spark's own error explains, said so that it holds wherever it is read:
+# `lake sql`, the Python API (the cause is chained) and a Dagster run's log.
+SEE_THE_CAUSE = "Spark's full error is this error's cause (lake sql --debug prints it)"
+
 
 class LakeError(Exception):
     """A user-facing failure; its text is `<what> — <how to fix>` on one line."""

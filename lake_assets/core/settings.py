@@ -124,6 +124,11 @@ class LakeSettings:
     catalog_url: str | None = None
     warehouse_url: str | None = None
 
+    def __post_init__(self) -> None:
+        # A relative lake home means the working directory's: Spark, the catalog and every
+        # process a run starts must see the same absolute path.
+        object.__setattr__(self, "lake_home", Path(os.path.abspath(self.lake_home.expanduser())))
+
     @property
     def local_spark(self) -> bool:
         """Whether Spark runs inside the driver, on this machine, rather than on a cluster."""

@@ -14,7 +14,7 @@ from typing import TypeVar
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 
-from lake_assets.core.errors import LakeError
+from lake_assets.core.errors import SEE_THE_CAUSE, LakeError
 
 T = TypeVar("T")
 
@@ -43,7 +43,7 @@ _FIXES = {
     "DIVIDE_BY_ZERO": "guard the divisor, for example with try_divide",
     "MISSING_AGGREGATION": "add the column to GROUP BY or wrap it in an aggregate",
 }
-_DEFAULT_FIX = "run again with --debug to see Spark's full error"
+_DEFAULT_FIX = SEE_THE_CAUSE
 # Fixes for failures whose condition has none (or that have no condition), by a mark anywhere in
 # their text: S3A's exception names the missing credentials, the SDK's innermost cause does not.
 _NO_CREDENTIALS = (

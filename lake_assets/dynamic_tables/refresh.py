@@ -30,7 +30,7 @@ from lake_assets.core.delta import (
     session_conf,
 )
 from lake_assets.core.entries import StoredRelation, now_utc
-from lake_assets.core.errors import LakeError
+from lake_assets.core.errors import SEE_THE_CAUSE, LakeError
 from lake_assets.core.spark_errors import translate_spark_error
 from lake_assets.dynamic_tables import pruning
 from lake_assets.dynamic_tables.aggregate import aggregate_merge
@@ -167,7 +167,7 @@ def translate(catalog: Catalog, error: Exception) -> LakeError:
     translated = translate_spark_error(error, locations)
     if translated is not None:
         return translated
-    return LakeError(str(error).splitlines()[0], "run again with --debug to see the traceback")
+    return LakeError(str(error).splitlines()[0], SEE_THE_CAUSE)
 
 
 def source_read(

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from lake_assets.core.settings import DEFAULT_SPARK_MASTER, LakeSettings
+from lake_assets.frame_inputs import session_settings
 
 LAKE_VARIABLES = (
     "LAKE_HOME",
@@ -61,6 +62,17 @@ def test_lake_home_wins_over_dagster_home(env, tmp_path):
     settings = LakeSettings.from_env()
     assert settings.lake_home == tmp_path / "elsewhere"
     assert settings.catalog_path == tmp_path / "elsewhere" / "catalog.db"
+
+
+def test_a_relative_lake_home_is_the_working_directorys(env, tmp_path):
+    """As the Python API's `lake_home="dagster_home/lake"` gives it: Spark would otherwise read
+    a relative warehouse path against its own directory."""
+    env.chdir(tmp_path)
+    env.setenv("LAKE_HOME", "dagster_home/lake")
+    assert LakeSettings.from_env().lake_home == tmp_path / "dagster_home" / "lake"
+    built = session_settings({"lake_home": "other/../lake"})
+    assert built.lake_home == tmp_path / "lake"
+    assert built.warehouse_location == str(tmp_path / "lake" / "warehouse")
 
 
 def test_empty_variables_mean_the_defaults(env, tmp_path):

@@ -10,6 +10,7 @@ import pytest
 from py4j import protocol
 
 from lake_assets.core import spark_errors
+from lake_assets.core.errors import SEE_THE_CAUSE
 from lake_assets.core.spark_errors import Failure, classify, retrying, translate_spark_error
 
 SDK = (
@@ -84,7 +85,7 @@ def test_another_sdk_failure_keeps_its_own_words() -> None:
     error = translate_spark_error(Py4JJavaError(UNREACHABLE), {})
     assert error is not None
     assert error.what.startswith("SdkClientException: Unable to execute HTTP request")
-    assert error.fix == "run again with --debug to see Spark's full error"
+    assert error.fix == SEE_THE_CAUSE  # true in `lake sql`, in Python and in a Dagster run
 
 
 @pytest.mark.parametrize(
