@@ -1,4 +1,4 @@
--- The sales walkthrough, step 6: a dynamic table that keeps a summary of the pipe's table.
+-- The sales walkthrough, step 3: a dynamic table that keeps a summary of the pipe's table.
 -- Change tracking on the source is what lets the refresh read only the changes.
 ALTER TABLE sales_ods SET PROPERTIES ('change_tracking' = 'true');
 

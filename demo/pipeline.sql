@@ -1,4 +1,4 @@
--- The sales walkthrough, steps 1-5, on a LOCAL volume under dagster_home/demo-files.
+-- The sales walkthrough, step 2, on a LOCAL volume under dagster_home/demo-files.
 -- ${FILES} is replaced by demo/walkthrough.py with that folder's absolute path.
 DROP DYNAMIC TABLE IF EXISTS sales_summary; -- reads sales_ods (demo/dynamic.sql)
 DROP PIPE IF EXISTS sales_pipe;
@@ -7,26 +7,26 @@ DROP VOLUME IF EXISTS my_data_vol;
 DROP TABLE IF EXISTS sales_ods;
 DROP STORAGE CONNECTION IF EXISTS my_local_conn;
 
--- Step 1: the storage connection (LOCAL here; TYPE S3/OSS/COS with ENDPOINT and keys for buckets).
+-- 2a. The storage connection (LOCAL here; TYPE S3/OSS/COS with ENDPOINT and keys for buckets).
 CREATE STORAGE CONNECTION IF NOT EXISTS my_local_conn TYPE LOCAL;
 
--- Step 2: mount a directory as a volume.
+-- 2b. Mount a directory as a volume.
 CREATE EXTERNAL VOLUME IF NOT EXISTS my_data_vol LOCATION 'file://${FILES}/data/'
     USING CONNECTION my_local_conn DIRECTORY = (ENABLE = TRUE, AUTO_REFRESH = FALSE)
     RECURSIVE = TRUE COMMENT 'Dedicated Volume for data lake acceleration';
 
--- Step 3: export the source table to the volume as CSV and Parquet.
+-- 2c. Export the source table to the volume as CSV and Parquet.
 COPY INTO VOLUME my_data_vol SUBDIRECTORY 'export/' FROM TABLE sales_source FILE_FORMAT = (TYPE = CSV);
 COPY INTO VOLUME my_data_vol SUBDIRECTORY 'export/' FROM TABLE sales_source FILE_FORMAT = (TYPE = PARQUET);
 
--- Step 4: read the files back.
+-- 2d. Read the files back.
 ALTER VOLUME my_data_vol REFRESH;
 SELECT relative_path, size, last_modified_time FROM DIRECTORY(VOLUME my_data_vol)
 WHERE relative_path LIKE 'export/%' ORDER BY relative_path;
 SELECT * FROM VOLUME my_data_vol USING CSV FILES('export/part00001.csv');
 SELECT id, product, category, amount, dt FROM VOLUME my_data_vol USING PARQUET FILES('export/part00001.parquet');
 
--- Step 5: a dedicated volume, the ODS table and the pipe that feeds it.
+-- 2e. A dedicated volume, the ODS table and the pipe that feeds it.
 CREATE EXTERNAL VOLUME IF NOT EXISTS pipe_vol LOCATION 'file://${FILES}/incoming/'
     USING CONNECTION my_local_conn DIRECTORY = (ENABLE = TRUE, AUTO_REFRESH = TRUE)
     RECURSIVE = TRUE COMMENT 'Dedicated Volume for Pipe continuous ingestion';

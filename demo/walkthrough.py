@@ -176,11 +176,11 @@ def main() -> None:
             Catalog(settings.catalog_location), settings, lambda: spark.spark_session
         )
 
-        banner("The source table (demo/tables.sql)")
+        banner("Step 1: the source table (demo/tables.sql)")
         run(session, (ROOT / "demo" / "tables.sql").read_text())
-        banner("Steps 1-5: connection, volumes, exports and the pipe (demo/pipeline.sql)")
+        banner("Step 2: connection, volumes, exports and the pipe (demo/pipeline.sql)")
         run(session, (ROOT / "demo" / "pipeline.sql").read_text().replace("${FILES}", str(files)))
-        banner("Step 6: the dynamic table (demo/dynamic.sql)")
+        banner("Step 3: the dynamic table (demo/dynamic.sql)")
         run(session, (ROOT / "demo" / "dynamic.sql").read_text())
 
         banner("Table streams: the APPEND_ONLY and STANDARD examples (demo/streams.sql)")
@@ -189,7 +189,7 @@ def main() -> None:
         run(session, (ROOT / "demo" / "tasks.sql").read_text())
 
         banner(
-            "Starting the Dagster daemon: the pipe's, directories', streams' and automation sensors"
+            "Step 4: the Dagster daemon and its sensors (pipe, directories, streams, automation)"
         )
         with log.open("w") as output:
             daemon = spawn_daemon(dict(os.environ), output)
