@@ -18,6 +18,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
+from lake_assets.changes import dagster_reporter
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.settings import LakeSettings
 from lake_assets.daemon import spawn_daemon
@@ -172,8 +173,10 @@ def main() -> None:
     log = settings.log_dir / "demo-daemon.log"
     spark = DeltaSparkResource.from_settings(settings)
     try:
+        catalog = Catalog(settings.catalog_location)
+        # Its commits are events of their assets in the UI, as `lake sql`'s are.
         session = LakeSession(
-            Catalog(settings.catalog_location), settings, lambda: spark.spark_session
+            catalog, settings, lambda: spark.spark_session, changed=dagster_reporter(catalog)
         )
 
         banner("Step 1: the source table (demo/tables.sql)")

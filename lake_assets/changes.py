@@ -13,6 +13,9 @@ from dagster import AssetMaterialization, DagsterInstance, MetadataValue
 
 from lake_assets.core.catalog import Catalog
 
+# The tag Dagster reads a materialization's data version from.
+DATA_VERSION_TAG = "dagster/data_version"
+
 
 def dagster_reporter(catalog: Catalog) -> Callable[[str], None] | None:
     """A callback that reports a changed table to the instance at DAGSTER_HOME (None if unset)."""
@@ -26,7 +29,11 @@ def dagster_reporter(catalog: Catalog) -> Callable[[str], None] | None:
             metadata["lake/version"] = MetadataValue.int(entry.version)
         if entry.row_count is not None:
             metadata["dagster/row_count"] = MetadataValue.int(entry.row_count)
+        # The Delta version is the data version: downstream assets are stale only when it moves.
+        tags = {DATA_VERSION_TAG: str(entry.version)} if entry.version is not None else None
         with DagsterInstance.get() as instance:
-            instance.report_runless_asset_event(AssetMaterialization(name, metadata=metadata))
+            instance.report_runless_asset_event(
+                AssetMaterialization(name, metadata=metadata, tags=tags)
+            )
 
     return report

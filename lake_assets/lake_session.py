@@ -194,9 +194,13 @@ class LakeSession:
         """Run a statement that may commit to `name`; tell `changed` when its version moved."""
         before = self._written(name).version
         result = run()
-        if self._changed is not None and self._written(name).version != before:
-            self._changed(name)
+        if self._written(name).version != before:
+            self.committed(name)
         return result
+
+    def committed(self, name: str) -> None:
+        if self._changed is not None:
+            self._changed(name)
 
     def _written(self, name: str) -> StoredRelation:
         """The table or dynamic table a statement writes; a stream is refused in its own words

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey, DagsterInstance
 
-from lake_assets.changes import dagster_reporter
+from lake_assets.changes import DATA_VERSION_TAG, dagster_reporter
 from lake_assets.session import LakeSession
 
 
@@ -39,9 +39,13 @@ def test_committed_sql_changes_are_reported_and_nothing_else(
     assert materializations("t") == [
         {"lake/changed_by": "lake sql", "lake/version": 1, "dagster/row_count": 2}
     ]
-    assert materializations("s") == []  # CREATE refreshed it; the REFRESH found no change
+    # CREATE filled it (its first refresh, version 1); the REFRESH found no change.
+    assert [m["lake/version"] for m in materializations("s")] == [1]
+    with DagsterInstance.get() as instance:
+        (created,) = instance.fetch_materializations(AssetKey("s"), limit=1).records
+        assert created.asset_materialization.tags[DATA_VERSION_TAG] == "1"
 
     session.sql("UPDATE t SET v = 5 WHERE k = 'a'; REFRESH DYNAMIC TABLE s")
     assert [m["lake/version"] for m in materializations("t")] == [3, 1]  # 2: change tracking on
-    (refreshed,) = materializations("s")
+    refreshed, _ = materializations("s")
     assert refreshed["dagster/row_count"] == 2

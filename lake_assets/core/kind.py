@@ -66,6 +66,10 @@ class Context(Protocol):
         """Run a statement that may commit to the table `name`, so that its change is heard."""
         ...
 
+    def committed(self, name: str) -> None:
+        """Say that the relation `name` was just written (a CREATE that filled it)."""
+        ...
+
     def bind(self, statement: Query | Dml) -> Bound: ...
 
     def sensor_names(self) -> frozenset[str]:

@@ -129,7 +129,9 @@ def create_dynamic_table(session: Context, stmt: CreateDynamicTable) -> Result:
         primary_key=primary_key,
     )
     properties = {"delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": vectors}
-    return _create(spark, catalog, entry, definitions, properties, stmt.or_replace)
+    result = _create(spark, catalog, entry, definitions, properties, stmt.or_replace)
+    session.committed(entry.name)  # its first refresh filled it: an event of its asset
+    return result
 
 
 def _create(
