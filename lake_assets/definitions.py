@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
-from dagster import AssetsDefinition, AssetSpec, Definitions, EnvVar, in_process_executor
+from dagster import (
+    AssetKey,
+    AssetsDefinition,
+    AssetSpec,
+    Definitions,
+    EnvVar,
+    in_process_executor,
+)
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.settings import LakeSettings
@@ -23,7 +31,7 @@ def build_definitions(settings: LakeSettings) -> Definitions:
         if kind.defs is not None
     ]
     return Definitions.merge(
-        *_superseded_specs_dropped(parts),
+        *_one_asset_per_key(parts),
         Definitions(
             resources={
                 "spark": DeltaSparkResource.from_settings(settings),
@@ -40,29 +48,49 @@ def build_definitions(settings: LakeSettings) -> Definitions:
     )
 
 
-def _superseded_specs_dropped(parts: list[Definitions]) -> list[Definitions]:
-    """A kind that writes a relation (a pipe its table) defines its asset; the external spec
-    another kind gave the same key gives way to it."""
-    written = {
+def _one_asset_per_key(parts: list[Definitions]) -> list[Definitions]:
+    """A relation's asset is defined once. A kind that materializes it (a pipe its table) defines
+    it, and the specs other kinds gave the same key give way; specs of one key from several kinds
+    (a table's, and a task's that writes it) merge, the later ones adding their deps. Each part
+    keeps everything else it defines (checks, jobs, sensors, schedules, resources)."""
+    materialized = {
         key
         for part in parts
         for asset in part.assets or ()
         if isinstance(asset, AssetsDefinition)
         for key in asset.keys
     }
-    return [
-        Definitions(
-            assets=[
-                asset
-                for asset in part.assets or ()
-                if not (isinstance(asset, AssetSpec) and asset.key in written)
-            ],
-            jobs=part.jobs,
-            sensors=part.sensors,
-            schedules=part.schedules,
+    merged: dict[AssetKey, AssetSpec] = {}
+    for part in parts:
+        for asset in part.assets or ():
+            if isinstance(asset, AssetSpec) and asset.key not in materialized:
+                first = merged.get(asset.key)
+                merged[asset.key] = (
+                    asset if first is None else first.merge_attributes(deps=asset.deps)
+                )
+    placed: set[AssetKey] = set()
+    kept = []
+    for part in parts:
+        assets: list[Any] = []
+        for asset in part.assets or ():
+            if not isinstance(asset, AssetSpec):
+                assets.append(asset)
+            elif asset.key in merged and asset.key not in placed:
+                assets.append(merged[asset.key])
+                placed.add(asset.key)
+        kept.append(
+            Definitions(
+                assets=assets,
+                asset_checks=part.asset_checks,
+                jobs=part.jobs,
+                sensors=part.sensors,
+                schedules=part.schedules,
+                resources=part.resources,
+                loggers=part.loggers,
+                executor=part.executor,
+            )
         )
-        for part in parts
-    ]
+    return kept
 
 
 defs = build_definitions(LakeSettings.from_env())

@@ -10,6 +10,7 @@ from dagster import (
     AssetKey,
     AssetsDefinition,
     AssetSelection,
+    AssetSpec,
     AutomationCondition,
     Definitions,
     MaterializeResult,
@@ -154,12 +155,20 @@ def task_asset(entry: TaskEntry, sessions: Sessions) -> AssetsDefinition:
 
 
 def build_defs(catalog: Catalog, settings: LakeSettings, sessions: Sessions) -> Definitions:
-    """Each task as an asset, and the sensor that evaluates their automation."""
+    """Each task as an asset upstream of the table it writes, and the sensor that evaluates
+    their automation."""
     entries = catalog.entries(TaskEntry)
     sensor = automation_sensor(
         TASKS_SENSOR, TASKS_GROUP, AUTOMATION_INTERVAL_SECONDS, {TRIGGER_TAG: AUTOMATIC}
     )
+    # The table a task writes is downstream of it (the table's own spec, from the tables kind,
+    # takes this dep when the definitions merge).
+    targets = [
+        AssetSpec(key=entry.target_table, deps=[task_key(entry.name)])
+        for entry in entries
+        if entry.target_table is not None
+    ]
     return Definitions(
-        assets=[task_asset(entry, sessions) for entry in entries],
+        assets=[*(task_asset(entry, sessions) for entry in entries), *targets],
         sensors=[sensor] if entries else [],
     )

@@ -128,6 +128,13 @@ def test_tasks_are_assets_downstream_of_the_streams_they_read(lake: LakeSession)
     )
     assert graph.get(task_key("by_hand")).automation_condition is None
     assert graph.get(task_key("resting")).automation_condition is None
+    # The table the tasks write is downstream of each of them, and stays a table like the rest.
+    target = graph.get(AssetKey("tgt"))
+    assert target.parent_keys == {
+        task_key(name) for name in ("consume", "nightly", "by_hand", "resting")
+    }
+    assert target.group_name == "tables"
+    assert not target.is_materializable
 
     sensor = defs.resolve_sensor_def(TASKS_SENSOR)
     assert sensor.default_status == DefaultSensorStatus.RUNNING
