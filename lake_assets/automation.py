@@ -1,7 +1,12 @@
 """What the kinds whose assets run by Dagster's automation conditions share (dynamic tables,
-tasks): the sensor that evaluates one kind's conditions, and an interval as a cron."""
+tasks): the sensor that evaluates one kind's conditions, an interval as a cron, and the data
+versions that say when an asset changed."""
 
 from dagster import AssetSelection, AutomationConditionSensorDefinition, DefaultSensorStatus
+
+# The tag Dagster reads an event's data version from (a table's Delta version, a volume's listing
+# digest): what reads the asset is stale only when it moves.
+DATA_VERSION_TAG = "dagster/data_version"
 
 # How often the daemon evaluates automation conditions (Dagster's default is 30 s).
 AUTOMATION_INTERVAL_SECONDS = 5

@@ -11,10 +11,8 @@ from collections.abc import Callable
 
 from dagster import AssetMaterialization, DagsterInstance, MetadataValue
 
+from lake_assets.automation import DATA_VERSION_TAG
 from lake_assets.core.catalog import Catalog
-
-# The tag Dagster reads a materialization's data version from.
-DATA_VERSION_TAG = "dagster/data_version"
 
 
 def dagster_reporter(catalog: Catalog) -> Callable[[str], None] | None:

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey, DagsterInstance
 
-from lake_assets.changes import DATA_VERSION_TAG, dagster_reporter
+from lake_assets.automation import DATA_VERSION_TAG
+from lake_assets.changes import dagster_reporter
 from lake_assets.session import LakeSession
 
 

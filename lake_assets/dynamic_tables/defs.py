@@ -10,6 +10,7 @@ from dagster import (
     AutomationCondition,
     DagsterInstance,
     DagsterRunStatus,
+    DataVersion,
     DefaultScheduleStatus,
     Definitions,
     MaterializeResult,
@@ -131,8 +132,11 @@ def dynamic_table_asset(entry: DynamicTableEntry) -> AssetsDefinition:
         context.log.info(outcome.summary())
         if outcome.mode in (None, RefreshMode.NO_DATA):
             return
+        refreshed = lake.get(DynamicTableEntry, entry.name)
+        # The Delta version is the data version, as for every commit reported to Dagster.
         yield MaterializeResult(
-            metadata=_metadata(outcome, lake.get(DynamicTableEntry, entry.name))
+            data_version=DataVersion(str(refreshed.version or 0)),
+            metadata=_metadata(outcome, refreshed),
         )
 
     return refresh_dynamic_table

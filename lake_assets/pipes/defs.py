@@ -15,6 +15,7 @@ from dagster import (
     AssetOut,
     AssetsDefinition,
     Config,
+    DataVersion,
     Definitions,
     In,
     MaterializeResult,
@@ -38,7 +39,7 @@ from lake_assets.pipes.entry import IngestMode, PipeEntry, PipeKind
 from lake_assets.pipes.kafka.batches import BatchOutcome, run_batch
 from lake_assets.pipes.kafka.sensor import kafka_pipe_sensor
 from lake_assets.pipes.kafka.topics import topic_key, topic_spec
-from lake_assets.pipes.load_records import LoadStatus
+from lake_assets.pipes.load_records import LoadRecord, LoadStatus
 from lake_assets.pipes.loading import LoadOutcome
 from lake_assets.pipes.sensors import event_pipe_sensor, pipe_sensor
 from lake_assets.tables.defs import TABLES_GROUP, table_metadata
@@ -173,13 +174,27 @@ def _checks(table: TableEntry, pipes: list[PipeEntry]) -> list[AssetCheckSpec]:
     return checks
 
 
+def _failed(loads: Loads) -> list[LoadRecord]:
+    return [r for o in loads.files for r in o.records if r.status == LoadStatus.LOAD_FAILED]
+
+
+def failure_text(failed: list[LoadRecord]) -> str:
+    """What a load with failed files says first: how many, that they stay, and the first error."""
+    first = failed[0]
+    return (
+        f"{len(failed)} file(s) failed to load and stay in the volume, not loaded again until "
+        f"they change; first: {first.file_path}: {first.first_error_message}"
+    )
+
+
 def _check_results(table: str, loads: Loads, names: set[str]) -> Iterator[AssetCheckResult]:
-    failed = [r for o in loads.files for r in o.records if r.status == LoadStatus.LOAD_FAILED]
+    failed = _failed(loads)
     if FILES_CHECK in names:
         yield AssetCheckResult(
             asset_key=table,
             check_name=FILES_CHECK,
             passed=not failed,
+            description=failure_text(failed) if failed else "no file failed to load",
             metadata={
                 "failed_files": MetadataValue.md(
                     "\n".join(f"- `{r.file_path}`: {r.first_error_message}" for r in failed)
@@ -208,11 +223,18 @@ def report_op(table: TableEntry, checks: list[AssetCheckSpec]) -> OpDefinition:
     outs = {table.name: Out(), **{check.get_python_identifier(): Out() for check in checks}}
 
     @op(name=f"report_{table.name}", out=outs)
-    def report(loads: Loads, catalog: CatalogResource) -> Iterator[Any]:
+    def report(
+        context: OpExecutionContext, loads: Loads, catalog: CatalogResource
+    ) -> Iterator[Any]:
         outcomes = loads.files
         current = catalog.catalog.get(TableEntry, table.name)
+        failed = _failed(loads)
+        if failed:
+            context.log.error(f"{table.name}: {failure_text(failed)}")
         yield MaterializeResult(
             asset_key=table.name,
+            # The Delta version: a load that committed nothing leaves what reads the table fresh.
+            data_version=DataVersion(str(current.version or 0)),
             metadata={
                 "rows_loaded": sum(o.rows for o in outcomes)
                 + sum(b.batch.rows or 0 for b in loads.batches),
@@ -222,6 +244,7 @@ def report_op(table: TableEntry, checks: list[AssetCheckSpec]) -> OpDefinition:
                 "dagster/row_count": MetadataValue.int(current.row_count or 0),
                 "lake/version": MetadataValue.int(current.version or 0),
                 **batch_metadata(loads.batches),
+                **({"lake/first_error": failure_text(failed)} if failed else {}),
             },
         )
         yield from _check_results(table.name, loads, {check.name for check in checks})

@@ -42,6 +42,7 @@ from dagster import (
     sensor,
 )
 
+from lake_assets.automation import DATA_VERSION_TAG
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.kind import Sessions
 from lake_assets.core.settings import LakeSettings
@@ -56,7 +57,6 @@ from resources.storage import FileInfo
 VOLUMES_GROUP = "volumes"
 # A listing is cheap, but each one of an S3 volume is a request: every volume twice a minute.
 OBSERVE_INTERVAL_SECONDS = 30
-DATA_VERSION_TAG = "dagster/data_version"
 # A directory table a stream reads follows its volume within seconds (the daemon looks at
 # sensors every ~5 s; a smaller interval runs each tick).
 DIRECTORY_INTERVAL_SECONDS = 2

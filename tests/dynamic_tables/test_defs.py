@@ -77,6 +77,10 @@ def test_a_dynamic_table_is_an_asset_refreshed_by_dagster(
     assert metadata["refresh_trigger"] == "MANUAL"
     assert (metadata["rows_inserted"], metadata["rows_deleted"]) == (2, 2)
     assert metadata["dagster/row_count"] == 2
+    # Its data version is its Delta version (1: CREATE's refresh, 2: this one).
+    assert (
+        event.materialization.tags["dagster/data_version"] == str(metadata["lake/version"]) == "2"
+    )
     (rows,) = lake.sql("SELECT k, n, total FROM summary ORDER BY k")
     assert list(rows.rows) == [("a", 2, 11), ("c", 1, 5)]
     newest = REFRESHES.newest_first(lake.catalog, "summary")

@@ -3,6 +3,7 @@ that loads its pipes' files on real Spark + Delta and checks that none failed.""
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Iterator
@@ -208,12 +209,18 @@ def test_a_batch_whose_run_failed_is_asked_for_again_after_a_pause(
 
 
 def materialized(result: object) -> tuple[dict[str, object], bool, str]:
-    """The run's one materialization metadata, and its files check: passed, failed files."""
+    """The run's one materialization metadata (with its data version), and its files check:
+    passed, failed files; a failed file's error is in the check's description too."""
     assert result.success
     (event,) = result.get_asset_materialization_events()
     metadata = {k: v.value for k, v in event.materialization.metadata.items()}
+    metadata["data_version"] = event.materialization.tags["dagster/data_version"]
     (check,) = result.get_asset_check_evaluations()
     assert check.check_name == FILES_CHECK
+    if check.passed:
+        assert check.description == "no file failed to load"
+    else:
+        assert check.description == metadata["lake/first_error"]
     return metadata, check.passed, check.metadata["failed_files"].value
 
 
@@ -227,7 +234,13 @@ def test_the_ingestion_asset_loads_the_files_and_checks_them(
     defs = build_definitions(lake.settings)
     job = defs.resolve_job_def("ingest_t_job")
 
-    metadata, passed, failed = materialized(job.execute_in_process(instance=instance))
+    result = job.execute_in_process(instance=instance)
+    metadata, passed, failed = materialized(result)
+    bad = (volume / "bad.csv").as_uri()
+    first_error = (
+        "1 file(s) failed to load and stay in the volume, not loaded again until they change; "
+        f"first: {bad}: column id: 'x' is not a valid BIGINT"
+    )
     assert metadata == {
         "rows_loaded": 2,
         "files_loaded": 1,
@@ -235,7 +248,11 @@ def test_the_ingestion_asset_loads_the_files_and_checks_them(
         "files_purged": 1,
         "dagster/row_count": 2,
         "lake/version": 1,
+        "data_version": "1",
+        "lake/first_error": first_error,
     }
+    errors = [e.user_message for e in instance.all_logs(result.run_id) if e.level == logging.ERROR]
+    assert any(first_error in message for message in errors)  # the run's log says it in red
     assert not passed
     assert failed == f"- `{(volume / 'bad.csv').as_uri()}`: column id: 'x' is not a valid BIGINT"
     assert tick(defs, instance).skip_reason.skip_message == "no new files"  # waits for a change
@@ -250,11 +267,16 @@ def test_the_ingestion_asset_loads_the_files_and_checks_them(
         "files_purged": 1,
         "dagster/row_count": 4,
         "lake/version": 2,
+        "data_version": "2",
     }
     assert passed
     assert failed == "none"
     assert rows(lake, "SELECT id FROM t ORDER BY id") == [(1,), (2,), (3,), (4,)]
     assert files(volume) == []
+
+    # A run that loads nothing keeps the data version: what reads the table stays fresh.
+    metadata, passed, _ = materialized(job.execute_in_process(instance=instance))
+    assert (metadata["files_loaded"], metadata["data_version"], passed) == (0, "2", True)
 
 
 def test_a_run_for_one_pipe_leaves_a_paused_pipe_alone(

@@ -7,10 +7,10 @@ import json
 
 from dagster import AssetKey, AssetObservation, AssetSpec
 
+from lake_assets.automation import DATA_VERSION_TAG
 from lake_assets.core.settings import LakeSettings
 from lake_assets.pipes.entry import PipeEntry
 from lake_assets.pipes.kafka.batches import admin_of, kafka_source
-from lake_assets.volumes.defs import DATA_VERSION_TAG
 from resources.kafka import isolation
 
 TOPICS_GROUP = "kafka_topics"
