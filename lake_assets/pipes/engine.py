@@ -37,6 +37,9 @@ from resources.storage import FileInfo, VolumeStore, split_location
 # Where tests kill this process to prove crash safety (LAKE_FAILPOINT=<name>).
 BEFORE_PURGE = "load-before-purge"
 
+# What a volume pipe does with a file it cannot load (its error is in load_history and DESC PIPE).
+ON_LOAD_FAILURE = "the file stays in the volume and is loaded again only once it changes"
+
 if TYPE_CHECKING:
     from lake_assets.core.kind import Context
 
@@ -228,6 +231,7 @@ def describe_pipe(session: Context, stmt: DescribeObject) -> Result:
     notified = pipe.ingest_mode == IngestMode.EVENT_NOTIFICATION
     queue = f"{volume.queue_type}:{volume.queue_name}" if notified and volume else None
     loads = [r for r in load_history(catalog, pipe.table) if r.pipe_name == pipe.name]
+    failed = [r for r in loads if r.status == LoadStatus.LOAD_FAILED]
     return Result.properties(
         **{
             "name": pipe.name,
@@ -244,7 +248,11 @@ def describe_pipe(session: Context, stmt: DescribeObject) -> Result:
             "invalid_reason": reason,
             "files_pending": pending,
             "files_loaded": sum(1 for r in loads if r.status == LoadStatus.LOADED),
-            "files_failed": sum(1 for r in loads if r.status == LoadStatus.LOAD_FAILED),
+            "files_failed": len(failed),
+            "on_load_failure": ON_LOAD_FAILURE,
+            "last_error": f"{failed[0].file_path}: {failed[0].first_error_message}"
+            if failed
+            else None,
             "last_load": loads[0].last_copy_time if loads else None,
             "comment": pipe.comment,
             "created_at": pipe.created_at,

@@ -38,7 +38,7 @@ from lake_assets.pipes.sensors import BATCH_TAG
 from lake_assets.session import LakeSession
 from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes.entry import VolumeEntry
-from tests.ingest_helpers import age, files, local_volume, put, rows
+from tests.ingest_helpers import age, files, local_volume, properties, put, rows
 
 PIPE = "CREATE PIPE p POLL_INTERVAL = 7 AS COPY INTO t FROM VOLUME v USING CSV PURGE = TRUE"
 
@@ -255,6 +255,11 @@ def test_the_ingestion_asset_loads_the_files_and_checks_them(
     assert any(first_error in message for message in errors)  # the run's log says it in red
     assert not passed
     assert failed == f"- `{(volume / 'bad.csv').as_uri()}`: column id: 'x' is not a valid BIGINT"
+    described = properties(lake, "DESC PIPE p")
+    assert described["last_error"] == f"{bad}: column id: 'x' is not a valid BIGINT"
+    assert described["on_load_failure"] == (
+        "the file stays in the volume and is loaded again only once it changes"
+    )
     assert tick(defs, instance).skip_reason.skip_message == "no new files"  # waits for a change
 
     put(volume, "bad.csv", "3,c\n4,d\n")
