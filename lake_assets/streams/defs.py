@@ -71,7 +71,8 @@ def stream_spec(entry: StreamEntry) -> AssetSpec:
         deps=[source_key(entry)],
         description=(
             f"{about}. One partition per commit of {entry.source} that changed data, keyed by "
-            "its version; a missing partition is a version the stream has not delivered yet."
+            "its version; a missing partition is a version the stream has not delivered yet. "
+            f"No partitions: no commit of {entry.source} is pending, the stream is up to date."
         ),
         group_name=STREAMS_GROUP,
         kinds={"delta"},

@@ -114,6 +114,9 @@ def test_a_stream_is_a_partitioned_asset_downstream_of_its_source(lake: LakeSess
         assert node.kinds == {"delta"}
         assert not node.is_materializable
         assert node.description.startswith(f"{about}. One partition per commit of {source}")
+        assert node.description.endswith(
+            f"no commit of {source} is pending, the stream is up to date."
+        )
         assert node.partitions_def == DynamicPartitionsDefinition(name=f"stream_{stream}_versions")
         assert node.metadata["lake/source"] == source
         assert node.metadata["lake/mode"] == StreamMode.STANDARD.value
