@@ -5,6 +5,7 @@ Runs and `lake sql` then connect to it instead of starting a JVM each (LAKE_SPAR
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import signal
 import socket
@@ -18,7 +19,7 @@ from typing import IO
 import pyspark
 
 from lake_assets.core.errors import LakeError
-from lake_assets.core.settings import LakeSettings
+from lake_assets.core.settings import SPARK_SERVER_FILE, LakeSettings, announced_server
 from resources.jvm import check_java
 from resources.spark import DEFAULT_CONNECT_PORT, remote_address, spark_conf, with_spark_jars
 
@@ -110,6 +111,7 @@ def serve(settings: LakeSettings, port: int) -> int:
     command = server_command(settings, port)
     settings.log_dir.mkdir(parents=True, exist_ok=True)
     console = settings.log_dir / "spark-connect-server.log"
+    announced = settings.lake_home / SPARK_SERVER_FILE
     signal.signal(signal.SIGTERM, _interrupt)
     with console.open("ab") as log:
         process = subprocess.Popen(
@@ -124,15 +126,19 @@ def serve(settings: LakeSettings, port: int) -> int:
     try:
         wait_until_listening(process, port, str(console))
         url = server_url(port)
+        announced.write_text(json.dumps({"remote": url, "pid": os.getpid()}))
         print(
             f"Spark Connect server listening on {url} (logs in {settings.log_dir}); "
-            f"set LAKE_SPARK_REMOTE={url} for `lake sql` and Dagster runs",
+            f"`lake sql` and Dagster runs with LAKE_HOME={settings.lake_home} use it by "
+            "themselves",
             flush=True,
         )
         status = process.wait()
     except KeyboardInterrupt:
         return 0
     finally:
+        if announced_server(settings.lake_home) == server_url(port):
+            announced.unlink(missing_ok=True)  # ours: a server that failed to start leaves it
         stop(process)
     raise LakeError(
         f"the Spark Connect server exited by itself (status {status})", f"see {console}"

@@ -10,6 +10,7 @@ from functools import partial
 from pathlib import Path
 
 from lake_assets.core.errors import LakeError
+from lake_assets.core.settings import SPARK_SERVER_FILE, announced_server
 from resources.spark_server import server_url, spawn_server, stop
 from tests.server_ports import PortTaken, failed_to_start, listens, log_size, on_a_free_port
 
@@ -35,6 +36,8 @@ def connect_server(home: Path) -> Iterator[str]:
     env.pop("LAKE_SPARK_REMOTE", None)
     log_path = home / "server.log"
     server, port = on_a_free_port(partial(_start, env, log_path))
+    # It announces itself under its lake home while it listens, for `lake sql` to find it.
+    assert announced_server(home / "lake") == server_url(port)
     try:
         yield server_url(port)
     finally:
@@ -42,3 +45,4 @@ def connect_server(home: Path) -> Iterator[str]:
         os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
         stop(server)
     assert server.returncode == 0, log_path.read_text()
+    assert not (home / "lake" / SPARK_SERVER_FILE).exists()

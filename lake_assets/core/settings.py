@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
@@ -12,6 +13,8 @@ from pathlib import Path
 from lake_assets.core.errors import LakeError
 
 DEFAULT_SPARK_MASTER = "local[2]"
+# Under the lake home while a `lake spark-server` serves it: {"remote": "sc://…", "pid": …}.
+SPARK_SERVER_FILE = "spark-server.json"
 # A master that runs Spark inside the driver: `local`, `local[N]`, `local[*]`, `local[N, F]`.
 LOCAL_MASTER = re.compile(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?")
 # Partition keys (source versions) each stream keeps in Dagster, which advises at most 100k
@@ -28,6 +31,17 @@ def _default_lake_home() -> Path:
     dagster_home = os.environ.get("DAGSTER_HOME")
     base = Path(dagster_home) if dagster_home else Path.cwd() / "dagster_home"
     return base / "lake"
+
+
+def announced_server(lake_home: Path) -> str | None:
+    """The URL of a warm Spark Connect server serving this lake home (`lake spark-server`, which
+    `make dev` starts, writes SPARK_SERVER_FILE while it listens), if its process still runs."""
+    try:
+        announced = json.loads((lake_home / SPARK_SERVER_FILE).read_text())
+        os.kill(int(announced["pid"]), 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return str(announced["remote"])
 
 
 def _default_jars_dir() -> Path:
@@ -160,15 +174,22 @@ class LakeSettings:
     def from_env(cls) -> LakeSettings:
         """Read the LAKE_* variables (see README: Configuration)."""
         env = os.environ
+        lake_home = Path(env["LAKE_HOME"]) if env.get("LAKE_HOME") else _default_lake_home()
+        # Unset, a warm server of this lake home is used by itself; set empty, a local JVM.
+        remote = (
+            env.get("LAKE_SPARK_REMOTE") or None
+            if "LAKE_SPARK_REMOTE" in env
+            else announced_server(lake_home.expanduser().absolute())
+        )
         return cls(
-            lake_home=Path(env["LAKE_HOME"]) if env.get("LAKE_HOME") else _default_lake_home(),
+            lake_home=lake_home,
             spark_master=env.get("LAKE_SPARK_MASTER") or DEFAULT_SPARK_MASTER,
             jars_dir=Path(env["LAKE_JARS_DIR"])
             if env.get("LAKE_JARS_DIR")
             else _default_jars_dir(),
             spark_conf=_parse_spark_conf(env.get("LAKE_SPARK_CONF", "")),
             load_history_days=float(env.get("LAKE_LOAD_HISTORY_DAYS") or 7),
-            spark_remote=env.get("LAKE_SPARK_REMOTE") or None,
+            spark_remote=remote,
             stream_partitions=int(env.get("LAKE_STREAM_PARTITIONS") or DEFAULT_STREAM_PARTITIONS),
             catalog_url=env.get("LAKE_CATALOG_URL") or None,
             warehouse_url=env.get("LAKE_WAREHOUSE") or None,

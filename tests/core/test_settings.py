@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from lake_assets.core.settings import DEFAULT_SPARK_MASTER, LakeSettings
+from lake_assets.core.settings import DEFAULT_SPARK_MASTER, SPARK_SERVER_FILE, LakeSettings
 from lake_assets.frame_inputs import session_settings
 
 LAKE_VARIABLES = (
     "LAKE_HOME",
+    "LAKE_SPARK_REMOTE",
     "LAKE_SPARK_MASTER",
     "LAKE_JARS_DIR",
     "LAKE_SPARK_CONF",
@@ -73,6 +78,27 @@ def test_a_relative_lake_home_is_the_working_directorys(env, tmp_path):
     built = session_settings({"lake_home": "other/../lake"})
     assert built.lake_home == tmp_path / "lake"
     assert built.warehouse_location == str(tmp_path / "lake" / "warehouse")
+
+
+def test_a_warm_server_of_the_lake_home_is_used_by_itself(env, tmp_path):
+    """`make dev`'s Spark server announces itself under the lake home; `lake sql` finds it."""
+    lake = tmp_path / "dagster_home" / "lake"
+    lake.mkdir(parents=True)
+    assert LakeSettings.from_env().spark_remote is None  # no server
+    announced = lake / SPARK_SERVER_FILE
+    announced.write_text(json.dumps({"remote": "sc://127.0.0.1:15002", "pid": os.getpid()}))
+    assert LakeSettings.from_env().spark_remote == "sc://127.0.0.1:15002"
+    env.setenv("LAKE_SPARK_REMOTE", "")  # set empty: a JVM of its own
+    assert LakeSettings.from_env().spark_remote is None
+    env.setenv("LAKE_SPARK_REMOTE", "sc://127.0.0.1:16000")  # set: that server
+    assert LakeSettings.from_env().spark_remote == "sc://127.0.0.1:16000"
+    env.delenv("LAKE_SPARK_REMOTE")
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], check=True,
+                          capture_output=True, text=True)  # fmt: skip
+    announced.write_text(json.dumps({"remote": "sc://127.0.0.1:15002", "pid": int(gone.stdout)}))
+    assert LakeSettings.from_env().spark_remote is None  # its process is gone
+    announced.write_text("{")
+    assert LakeSettings.from_env().spark_remote is None
 
 
 def test_empty_variables_mean_the_defaults(env, tmp_path):
