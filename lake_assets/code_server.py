@@ -30,7 +30,7 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import CatalogObject
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
-from resources.spark_server import die_with_parent, stop
+from resources.spark_server import cleaning_up, die_with_parent, stop
 
 MODULE = "lake_assets.definitions"
 LOCATION = "lake"
@@ -246,6 +246,7 @@ def serve(settings: LakeSettings, workspace: Path) -> int:
     except KeyboardInterrupt:
         return 0
     finally:
+        cleaning_up()
         servers.stop_all()
         if workspace.exists() and str(servers.link) in workspace.read_text():
             workspace.unlink()

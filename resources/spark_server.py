@@ -78,6 +78,13 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+def cleaning_up() -> None:
+    """From here on SIGINT and SIGTERM are ignored: a supervisor's SIGTERM right after a
+    terminal's Ctrl-C must not cut a cleanup short (stop() kills once its grace period ends)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
 def stop(process: subprocess.Popen, grace_seconds: float = 30) -> None:
     """SIGTERM, then SIGKILL if it has not exited within the grace period."""
     if process.poll() is None:
@@ -137,6 +144,7 @@ def serve(settings: LakeSettings, port: int) -> int:
     except KeyboardInterrupt:
         return 0
     finally:
+        cleaning_up()
         if announced_server(settings.lake_home) == server_url(port):
             announced.unlink(missing_ok=True)  # ours: a server that failed to start leaves it
         stop(process)

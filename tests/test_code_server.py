@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -144,5 +145,32 @@ def test_a_generation_that_fails_to_load_leaves_the_last_one_serving(
     finally:
         stop(process)
     assert process.returncode == 0
+    assert not workspace.exists()
+    assert not link.parent.exists()
+
+
+def test_ctrl_c_then_the_supervisors_sigterm_still_leave_nothing_behind(
+    lake: LakeSession, tmp_path: Path
+) -> None:
+    """`make dev` stopped with Ctrl-C: the terminal's SIGINT reaches the code server, and the
+    supervisor's SIGTERM follows while it cleans up; no workspace naming a dead socket is left,
+    nor its temporary directory."""
+    dagster_home = tmp_path / "dagster_home"
+    dagster_home.mkdir()
+    shutil.copy(ROOT / "dagster_home" / "dagster.yaml", dagster_home)
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(dagster_home),
+        "LAKE_HOME": str(lake.settings.lake_home),
+    }
+    log = tmp_path / "code-server.log"
+    with log.open("wb") as output:
+        process, workspace = spawn_code_server(env, output)
+    link = Path(workspace.read_text().split("socket: ")[1].split()[0])
+    assert answers(link)
+    process.send_signal(signal.SIGINT)
+    time.sleep(0.2)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=60) == 0, log.read_text()
     assert not workspace.exists()
     assert not link.parent.exists()
