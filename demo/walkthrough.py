@@ -22,7 +22,7 @@ from lake_assets.changes import dagster_reporter
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.settings import LakeSettings
 from lake_assets.daemon import spawn_daemon
-from lake_assets.dynamic_tables.refreshes import REFRESHES
+from lake_assets.dynamic_tables.refreshes import REFRESHES, RefreshRecord
 from lake_assets.output import write_result
 from lake_assets.pipes.load_records import LoadRecord, load_history
 from lake_assets.session import LakeSession
@@ -64,9 +64,19 @@ def wait_for(what: str, done: Callable[[], bool], log: Path) -> float:
     return time.monotonic() - started
 
 
-def _data_refreshes(catalog: Catalog) -> int:
-    history = REFRESHES.newest_first(catalog, "sales_summary")
-    return sum(1 for r in history if r.state == "SUCCEED" and r.refresh_mode != "NO_DATA")
+def _refresh_after(catalog: Catalog, load: LoadRecord) -> RefreshRecord | None:
+    """The first refresh of sales_summary that started after the load committed and changed it."""
+    after = datetime.fromisoformat(load.last_copy_time)
+    return next(
+        (
+            r
+            for r in reversed(REFRESHES.newest_first(catalog, "sales_summary"))
+            if r.state == "SUCCEED"
+            and r.refresh_mode != "NO_DATA"
+            and datetime.fromisoformat(r.start_time) >= after
+        ),
+        None,
+    )
 
 
 def _consumed(catalog: Catalog, task: str, stream: str, version: int) -> TaskRunRecord | None:
@@ -114,7 +124,6 @@ def _loaded(catalog: Catalog, folder: str) -> LoadRecord | None:
 def land_batch(session: LakeSession, folder: str, query: str, log: Path) -> None:
     """Write a batch into the pipe's volume, then time each hop the daemon makes on its own."""
     catalog = session.catalog
-    refreshes = _data_refreshes(catalog)
     banner(f"Files land in pipe_vol/{folder} (COPY INTO VOLUME …); no manual trigger from here on")
     run(
         session,
@@ -126,13 +135,12 @@ def land_batch(session: LakeSession, folder: str, query: str, log: Path) -> None
     load = _loaded(catalog, folder)
     assert load is not None
     _logged_by_task(catalog, load, log)
-    refreshed = wait_for(
-        "the refresh of sales_summary",
-        lambda: _data_refreshes(catalog) > refreshes,
-        log,
-    )
+    wait_for("the refresh of sales_summary", lambda: _refresh_after(catalog, load) is not None, log)
+    refresh = _refresh_after(catalog, load)
+    assert refresh is not None
     print(
-        f"rows in sales_ods → sales_summary refreshed (automation sensor + run): {refreshed:.1f} s"
+        "pipe's load committed → sales_summary refreshed (automation sensor + run): "
+        f"{_seconds(load.last_copy_time, refresh.end_time):.1f} s"
     )
     run(session, f"{VALIDATION}; SELECT * FROM sales_summary ORDER BY category")
 
