@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pyspark.sql import DataFrame, Row, SparkSession
 from sqlglot import exp
@@ -35,6 +35,7 @@ from lake_assets.sql.statements import (
 )
 from lake_assets.sql.subqueries import subquery_merge
 
+T = TypeVar("T")
 _HANDLERS: dict[type, Handler] = {
     statement: handler for kind in KINDS for statement, handler in kind.handlers.items()
 }
@@ -190,7 +191,7 @@ class LakeSession:
     def sensor_names(self) -> frozenset[str]:
         return _SENSORS
 
-    def committing(self, name: str, run: Callable[[], Result]) -> Result:
+    def committing(self, name: str, run: Callable[[], T]) -> T:
         """Run a statement that may commit to `name`; tell `changed` when its version moved."""
         before = self._written(name).version
         result = run()

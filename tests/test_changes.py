@@ -50,3 +50,25 @@ def test_committed_sql_changes_are_reported_and_nothing_else(
     assert [m["lake/version"] for m in materializations("t")] == [3, 1]  # 2: change tracking on
     refreshed, _ = materializations("s")
     assert refreshed["dagster/row_count"] == 2
+
+
+def test_an_export_into_a_table_is_an_event_of_that_table(
+    lake: LakeSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "dagster").mkdir()
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
+    session = LakeSession(
+        lake.catalog, lake.settings, lambda: lake.spark, changed=dagster_reporter(lake.catalog)
+    )
+    session.sql(
+        "CREATE TABLE src (k INT, a STRING, PRIMARY KEY (k));"
+        "ALTER TABLE src SET PROPERTIES ('change_tracking' = 'true');"
+        "INSERT INTO src VALUES (1, 'x'), (2, 'y');"
+        "CREATE CHANGELOG EXPORT e FROM TABLE src TO TABLE log"
+    )
+    assert materializations("log") == []
+    session.sql(
+        "EXPORT CHANGELOG e (START_TIMESTAMP_MILLIS => 0, END_TIMESTAMP_MILLIS => 9999999999999)"
+    )
+    (exported,) = materializations("log")
+    assert exported["dagster/row_count"] == 2  # a record per value column (a) of each new row

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -17,6 +17,8 @@ from lake_assets.core.results import Result
 from lake_assets.core.settings import LakeSettings
 from lake_assets.sql.grammar import Grammar, ObjectWords, SourceParser, StatementParser
 from lake_assets.sql.statements import DescribeObject, Dml, DropObject, Query, Statement
+
+T = TypeVar("T")
 
 
 class Bound(Protocol):
@@ -62,7 +64,7 @@ class Context(Protocol):
         """Where a new Delta table goes, each part one folder name inside the warehouse."""
         ...
 
-    def committing(self, name: str, run: Callable[[], Result]) -> Result:
+    def committing(self, name: str, run: Callable[[], T]) -> T:
         """Run a statement that may commit to the table `name`, so that its change is heard."""
         ...
 

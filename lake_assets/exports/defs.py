@@ -17,6 +17,7 @@ from dagster import (
 )
 
 from lake_assets.automation import AUTOMATION_INTERVAL_SECONDS, automation_sensor
+from lake_assets.changes import dagster_reporter
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.kind import Sessions
 from lake_assets.core.settings import LakeSettings
@@ -24,7 +25,7 @@ from lake_assets.exports.entry import ExportEntry
 from lake_assets.exports.grammar import TimeRange
 from lake_assets.exports.kind import EXPORTS_SENSOR
 from lake_assets.exports.records import OpType
-from lake_assets.exports.run import Outcome, export_range
+from lake_assets.exports.run import Outcome, exporting
 from resources.catalog import CatalogResource
 from resources.spark import DeltaSparkResource
 
@@ -106,8 +107,11 @@ def export_asset(entry: ExportEntry, start: str, sessions: Sessions) -> AssetsDe
     def export(
         context: AssetExecutionContext, spark: DeltaSparkResource, catalog: CatalogResource
     ) -> MaterializeResult:
-        session = sessions(catalog.catalog, catalog.settings, lambda: spark.spark_session)
-        outcome = export_range(session, entry.name, day_range(context.partition_key))
+        lake = catalog.catalog
+        session = sessions(
+            lake, catalog.settings, lambda: spark.spark_session, changed=dagster_reporter(lake)
+        )
+        outcome = exporting(session, entry.name, day_range(context.partition_key))
         metadata = export_metadata(outcome)
         context.log.info(
             f"changelog export {entry.name}, {outcome.window.label}: "

@@ -85,7 +85,15 @@ class Outcome:
 
 
 def export_changelog(session: Context, stmt: ExportChangelog) -> Result:
-    return export_range(session, stmt.name, stmt.range).result()
+    return exporting(session, stmt.name, stmt.range).result()
+
+
+def exporting(session: Context, name: str, window: TimeRange) -> Outcome:
+    """An export whose commit to its target table (if it writes one) is heard as the table's."""
+    target = session.catalog.get(ExportEntry, name).to_table
+    if target is None:
+        return export_range(session, name, window)
+    return session.committing(target, lambda: export_range(session, name, window))
 
 
 def export_range(session: Context, name: str, window: TimeRange) -> Outcome:
