@@ -102,9 +102,8 @@ def answers(socket: Path) -> bool:
     return checked.returncode == 0
 
 
-def test_a_generation_that_fails_to_load_leaves_the_last_one_serving(
-    lake: LakeSession, tmp_path: Path
-) -> None:
+def start_code_server(lake: LakeSession, tmp_path: Path) -> tuple[subprocess.Popen, Path, Path]:
+    """`lake code-server` on the lake, with a Dagster home of its own: process, workspace, log."""
     dagster_home = tmp_path / "dagster_home"
     dagster_home.mkdir()
     shutil.copy(ROOT / "dagster_home" / "dagster.yaml", dagster_home)
@@ -116,6 +115,13 @@ def test_a_generation_that_fails_to_load_leaves_the_last_one_serving(
     log = tmp_path / "code-server.log"
     with log.open("wb") as output:
         process, workspace = spawn_code_server(env, output)
+    return process, workspace, log
+
+
+def test_a_generation_that_fails_to_load_leaves_the_last_one_serving(
+    lake: LakeSession, tmp_path: Path
+) -> None:
+    process, workspace, log = start_code_server(lake, tmp_path)
     try:
         link = Path(workspace.read_text().split("socket: ")[1].split()[0])
         assert link.name == LINK
@@ -155,17 +161,7 @@ def test_ctrl_c_then_the_supervisors_sigterm_still_leave_nothing_behind(
     """`make dev` stopped with Ctrl-C: the terminal's SIGINT reaches the code server, and the
     supervisor's SIGTERM follows while it cleans up; no workspace naming a dead socket is left,
     nor its temporary directory."""
-    dagster_home = tmp_path / "dagster_home"
-    dagster_home.mkdir()
-    shutil.copy(ROOT / "dagster_home" / "dagster.yaml", dagster_home)
-    env = {
-        **os.environ,
-        "DAGSTER_HOME": str(dagster_home),
-        "LAKE_HOME": str(lake.settings.lake_home),
-    }
-    log = tmp_path / "code-server.log"
-    with log.open("wb") as output:
-        process, workspace = spawn_code_server(env, output)
+    process, workspace, log = start_code_server(lake, tmp_path)
     link = Path(workspace.read_text().split("socket: ")[1].split()[0])
     assert answers(link)
     process.send_signal(signal.SIGINT)
