@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -36,7 +37,10 @@ def connect_server(home: Path) -> Iterator[str]:
     env.pop("LAKE_SPARK_REMOTE", None)
     log_path = home / "server.log"
     server, port = on_a_free_port(partial(_start, env, log_path))
-    # It announces itself under its lake home while it listens, for `lake sql` to find it.
+    # It announces itself under its lake home once it listens, for `lake sql` to find it.
+    deadline = time.monotonic() + 30
+    while announced_server(home / "lake") != server_url(port) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert announced_server(home / "lake") == server_url(port)
     try:
         yield server_url(port)

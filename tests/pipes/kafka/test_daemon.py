@@ -66,13 +66,14 @@ class Lakehouse:
         )
 
     def ticks(self, sensor: str, since: float) -> list[InstigatorTick]:
-        """The sensor's ticks that began after `since`, newest first."""
+        """The sensor's finished ticks that began after `since`, newest first (one under way has
+        no outcome yet)."""
         return [
             tick
             for state in self.instance.all_instigator_state()
             if state.instigator_name == sensor
             for tick in self.instance.get_ticks(state.instigator_origin_id, state.selector_id)
-            if tick.timestamp > since
+            if tick.timestamp > since and tick.is_completed
         ]
 
 
