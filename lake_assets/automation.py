@@ -4,6 +4,8 @@ versions that say when an asset changed."""
 
 from dagster import AssetSelection, AutomationConditionSensorDefinition, DefaultSensorStatus
 
+from lake_assets.core.ticks import minimum_interval
+
 # The tag Dagster reads an event's data version from (a table's Delta version, a volume's listing
 # digest): what reads the asset is stale only when it moves.
 DATA_VERSION_TAG = "dagster/data_version"
@@ -31,7 +33,7 @@ def automation_sensor(
     return AutomationConditionSensorDefinition(
         name,
         target=AssetSelection.groups(group),
-        minimum_interval_seconds=interval_seconds,
+        minimum_interval_seconds=minimum_interval(interval_seconds),
         run_tags=run_tags,
         default_status=DefaultSensorStatus.RUNNING,
     )

@@ -11,6 +11,7 @@ from dagster import (
     AssetSpec,
     Definitions,
     EnvVar,
+    GraphDefinition,
     in_process_executor,
 )
 
@@ -49,33 +50,36 @@ def build_definitions(settings: LakeSettings) -> Definitions:
 
 
 def _one_asset_per_key(parts: list[Definitions]) -> list[Definitions]:
-    """A relation's asset is defined once. A kind that materializes it (a pipe its table) defines
-    it, and the specs other kinds gave the same key give way; specs of one key from several kinds
-    (a table's, and a task's that writes it) merge, the later ones adding their deps. Each part
-    keeps everything else it defines (checks, jobs, sensors, schedules, resources)."""
-    materialized = {
+    """A relation's asset is defined once. A kind that materializes or observes it (a pipe its
+    table, a volume's observation) defines it, and the specs other kinds gave the same key give
+    way; specs of one key from several kinds (a table's, and a task's that writes it) merge, the
+    later ones adding their deps, which the defining asset takes too when one op makes it. Each
+    part keeps everything else it defines (checks, jobs, sensors, schedules, resources)."""
+    merged: dict[AssetKey, AssetSpec] = {}
+    for part in parts:
+        for asset in part.assets or ():
+            if isinstance(asset, AssetSpec):
+                first = merged.get(asset.key)
+                merged[asset.key] = (
+                    asset if first is None else first.merge_attributes(deps=asset.deps)
+                )
+    defined = {
         key
         for part in parts
         for asset in part.assets or ()
         if isinstance(asset, AssetsDefinition)
         for key in asset.keys
     }
-    merged: dict[AssetKey, AssetSpec] = {}
-    for part in parts:
-        for asset in part.assets or ():
-            if isinstance(asset, AssetSpec) and asset.key not in materialized:
-                first = merged.get(asset.key)
-                merged[asset.key] = (
-                    asset if first is None else first.merge_attributes(deps=asset.deps)
-                )
-    placed: set[AssetKey] = set()
+    placed: set[AssetKey] = set(defined)
     kept = []
     for part in parts:
         assets: list[Any] = []
         for asset in part.assets or ():
-            if not isinstance(asset, AssetSpec):
+            if isinstance(asset, AssetsDefinition):
+                assets.append(_with_deps(asset, merged))
+            elif not isinstance(asset, AssetSpec):
                 assets.append(asset)
-            elif asset.key in merged and asset.key not in placed:
+            elif asset.key not in placed:
                 assets.append(merged[asset.key])
                 placed.add(asset.key)
         kept.append(
@@ -91,6 +95,22 @@ def _one_asset_per_key(parts: list[Definitions]) -> list[Definitions]:
             )
         )
     return kept
+
+
+def _with_deps(asset: AssetsDefinition, specs: dict[AssetKey, AssetSpec]) -> AssetsDefinition:
+    """The asset with the deps other kinds' specs gave its keys. Dagster adds deps to an op's
+    assets only; a graph's (a pipe's ingestion) keep their own."""
+    if isinstance(asset.node_def, GraphDefinition):
+        return asset
+
+    def added(spec: AssetSpec) -> AssetSpec:
+        own = {dep.asset_key for dep in spec.deps}
+        new = [dep for dep in specs[spec.key].deps if dep.asset_key not in own]
+        return spec.merge_attributes(deps=new) if new else spec
+
+    if not any(key in specs for key in asset.keys):
+        return asset
+    return asset.map_asset_specs(lambda spec: added(spec) if spec.key in specs else spec)
 
 
 defs = build_definitions(LakeSettings.from_env())

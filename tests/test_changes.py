@@ -9,6 +9,7 @@ from dagster import AssetKey, DagsterInstance
 
 from lake_assets.automation import DATA_VERSION_TAG
 from lake_assets.changes import dagster_reporter
+from lake_assets.exports.entry import DEFAULT_STATUS_TABLE
 from lake_assets.session import LakeSession
 
 
@@ -72,3 +73,8 @@ def test_an_export_into_a_table_is_an_event_of_that_table(
     )
     (exported,) = materializations("log")
     assert exported["dagster/row_count"] == 2  # a record per value column (a) of each new row
+    # The run's row in the exports' status table is a commit of that table too, and so is
+    # dropping the export, which deletes its rows there.
+    assert [m["dagster/row_count"] for m in materializations(DEFAULT_STATUS_TABLE)] == [1]
+    session.sql("DROP CHANGELOG EXPORT e")
+    assert [m["dagster/row_count"] for m in materializations(DEFAULT_STATUS_TABLE)] == [0, 1]

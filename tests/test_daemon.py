@@ -22,6 +22,7 @@ from lake_assets.dynamic_tables.defs import AUTOMATION_SENSOR
 from lake_assets.dynamic_tables.refreshes import REFRESHES
 from lake_assets.pipes.load_records import load_history
 from lake_assets.session import LakeSession
+from lake_assets.tasks.kind import TASKS_SENSOR
 from resources.spark_server import free_port, server_url, spawn_server, stop
 from tests.ingest_helpers import files, local_volume, put, rows
 from tests.pipes.test_defs import stale
@@ -110,6 +111,18 @@ def tick_times(instance: DagsterInstance, sensor: str) -> list[float]:
     ]
 
 
+def skipped_without_a_reason(instance: DagsterInstance) -> list[str]:
+    """Ticks of this project's sensors that requested nothing and do not say why (the
+    automation sensors' ticks show their evaluations instead)."""
+    return [
+        f"{state.instigator_name} at {tick.timestamp}"
+        for state in instance.all_instigator_state()
+        if state.instigator_name not in (AUTOMATION_SENSOR, TASKS_SENSOR)
+        for tick in instance.get_ticks(state.instigator_origin_id, state.selector_id)
+        if tick.status.value == "SKIPPED" and not tick.skip_reason
+    ]
+
+
 def loaded(catalog: Catalog, table: str, name: str) -> bool:
     return any(
         r.status == "LOADED" and r.file_path.endswith(f"/{name}")
@@ -190,6 +203,7 @@ def test_objects_created_and_dropped_while_the_daemon_runs_take_effect_without_a
             "the dropped pipe's sensor to stop ticking",
             lambda: time.time() - max(dropped, *tick_times(instance, "p")) > QUIET_SECONDS,
         )
+        assert skipped_without_a_reason(instance) == []
     assert files(volume) == ["day3.csv"]
     assert not loaded(catalog, "ods", "day3.csv")
     assert rows(lake, "SELECT category, orders, total FROM summary ORDER BY category") == [

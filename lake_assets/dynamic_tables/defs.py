@@ -32,7 +32,7 @@ from lake_assets.dynamic_tables.refresh import (
     refresh,
     sources_of,
 )
-from lake_assets.dynamic_tables.refreshes import RefreshMode, RefreshTrigger
+from lake_assets.dynamic_tables.refreshes import RefreshTrigger
 from resources.catalog import CatalogResource
 from resources.spark import DeltaSparkResource
 
@@ -88,13 +88,16 @@ def _metadata(outcome: RefreshOutcome, entry: DynamicTableEntry) -> dict:
     }
 
 
+# A source's new data version (its Delta version): a load or refresh that committed nothing
+# keeps it, and requests nothing downstream.
+_SOURCE_CHANGED = AutomationCondition.any_deps_match(AutomationCondition.data_version_changed())
 # Dagster's eager(), but a source update counts as handled only by a refresh requested after it:
 # eager() also counts a materialization, and a refresh already running when a source commits
 # again ends after that commit without having read it. An update seen on the tick right after a
 # request may have come after the refresh read its sources, so it is not handled either.
 REFRESH_AFTER_SOURCE_UPDATES = (
-    (AutomationCondition.newly_missing() | AutomationCondition.any_deps_updated()).since(
-        (AutomationCondition.newly_requested() & ~AutomationCondition.any_deps_updated())
+    (AutomationCondition.newly_missing() | _SOURCE_CHANGED).since(
+        (AutomationCondition.newly_requested() & ~_SOURCE_CHANGED)
         | AutomationCondition.initial_evaluation()
     )
     & ~AutomationCondition.any_deps_missing()
@@ -130,10 +133,12 @@ def dynamic_table_asset(entry: DynamicTableEntry) -> AssetsDefinition:
             return
         outcome = refresh(spark.spark_session, lake, entry.name, trigger)
         context.log.info(outcome.summary())
-        if outcome.mode in (None, RefreshMode.NO_DATA):
+        if outcome.mode is None:
             return
         refreshed = lake.get(DynamicTableEntry, entry.name)
-        # The Delta version is the data version, as for every commit reported to Dagster.
+        # The Delta version is the data version, as for every commit reported to Dagster. A
+        # NO_DATA refresh materializes the same version: the table is current with its sources'
+        # new versions (not "Unsynced"), and what reads it has nothing new.
         yield MaterializeResult(
             data_version=DataVersion(str(refreshed.version or 0)),
             metadata=_metadata(outcome, refreshed),

@@ -121,6 +121,9 @@ def drop_export(session: Context, stmt: DropObject) -> Result:
     def forget(export: ExportEntry) -> None:
         table = session.catalog.find(TableEntry, export.status_table)
         if table is not None:
-            status.forget(session.spark, session.catalog, table, export.name)
+            session.committing(
+                table.name,
+                lambda: status.forget(session.spark, session.catalog, table, export.name),
+            )
 
     return drop_object(ExportEntry, forget)(session, stmt)

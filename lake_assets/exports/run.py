@@ -130,8 +130,11 @@ def export_range(session: Context, name: str, window: TimeRange) -> Outcome:
         span.versions_read,
         status.now(),
     )
-    _retrying(
-        export, lambda: status.record(spark, catalog, catalog.get(TableEntry, table.name), run)
+    session.committing(
+        table.name,
+        lambda: _retrying(
+            export, lambda: status.record(spark, catalog, catalog.get(TableEntry, table.name), run)
+        ),
     )
     return Outcome(export, window, span, counts)
 

@@ -14,6 +14,7 @@ from lake_assets.core.errors import LakeError
 from lake_assets.core.lifecycle import drop_object, name_taken
 from lake_assets.core.results import Result
 from lake_assets.core.settings import LakeSettings
+from lake_assets.core.ticks import DAEMON_LOOP_SECONDS, tick_period
 from lake_assets.pipes.entry import IngestMode, PipeEntry, PipeKind, PipeStatus
 from lake_assets.pipes.grammar import AlterPipe, CopyIntoTable, CreatePipe, KafkaCopy, copy_of
 from lake_assets.pipes.kafka import ledger
@@ -149,16 +150,26 @@ def create_pipe(session: Context, stmt: CreatePipe) -> Result:
             backfill_interval_seconds=stmt.backfill_interval_seconds,
         )
     )
+    every = polling_text(stmt.poll_interval_seconds)
     if stmt.ingest_mode == IngestMode.EVENT_NOTIFICATION:
         return Result.status(
             f"created pipe {stmt.name}: RUNNING, reads S3 events from queue {volume.queue_name} "
-            f"every {stmt.poll_interval_seconds} s and lists volume {volume.name} every "
+            f"{every} and lists volume {volume.name} every "
             f"{stmt.backfill_interval_seconds} s for missed ones (with the Dagster daemon running)"
         )
     return Result.status(
         f"created pipe {stmt.name}: RUNNING, looks for new files in volume {volume.name} "
-        f"every {stmt.poll_interval_seconds} s (with the Dagster daemon running)"
+        f"{every} (with the Dagster daemon running)"
     )
+
+
+def polling_text(seconds: int) -> str:
+    """How often the pipe looks, as its sensor ticks: POLL_INTERVAL on whole daemon loops."""
+    period = tick_period(seconds)
+    if period == seconds:
+        return f"every {period} s"
+    loop = f"the Dagster daemon's {DAEMON_LOOP_SECONDS}-s loop"
+    return f"every {period} s (POLL_INTERVAL = {seconds}, on {loop})"
 
 
 def _check_notification(name: str, copy: CopyIntoTable, volume: VolumeEntry) -> None:
@@ -242,7 +253,7 @@ def describe_pipe(session: Context, stmt: DescribeObject) -> Result:
             "output_name": pipe.table,
             "copy_statement": pipe.copy_statement,
             "virtual_cluster": pipe.virtual_cluster,
-            "poll_interval_seconds": pipe.poll_interval_seconds,
+            "poll_interval_seconds": tick_period(pipe.poll_interval_seconds),
             "notification_queue": queue,
             "backfill_interval_seconds": pipe.backfill_interval_seconds if notified else None,
             "invalid_reason": reason,

@@ -26,6 +26,7 @@ from dagster import (
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
+from lake_assets.core.ticks import minimum_interval
 from lake_assets.pipes.engine import pending_for, volume_listing
 from lake_assets.pipes.entry import PipeEntry
 from lake_assets.pipes.notifications import look
@@ -79,20 +80,19 @@ def batch_key(pipe: str, files: list[FileInfo]) -> str:
     return f"{pipe}-{batch[:20]}"
 
 
-def retry_wait(what: str) -> str:
-    """The skip reason while a failed batch waits for its retry."""
-    return f"{what}; the last run failed, retrying soon"
-
-
 def batch_request(
     instance: DagsterInstance, batch: str, run_config: dict[str, Any] | None = None
-) -> RunRequest | None:
+) -> RunRequest | str:
     """The run that loads a batch (files, or a Kafka pipe's planned range): asked for once, and
     again RETRY_AFTER_SECONDS after each run of it failed (a crash loses nothing, and must not
-    stall the pipe); None meanwhile."""
-    failed = instance.get_run_records(RunsFilter(tags={BATCH_TAG: batch}, statuses=_GAVE_UP))
+    stall the pipe); meanwhile, why not, for the tick's skip reason."""
+    runs = instance.get_run_records(RunsFilter(tags={BATCH_TAG: batch}))
+    if runs and runs[0].dagster_run.status not in _GAVE_UP:
+        newest = runs[0].dagster_run
+        return f"run {newest.run_id[:8]} of this batch is {newest.status.value}"
+    failed = [record for record in runs if record.dagster_run.status in _GAVE_UP]
     if failed and time.time() - (failed[0].end_time or 0) < RETRY_AFTER_SECONDS:
-        return None
+        return "the last run failed, retrying soon"
     key = f"{batch}-retry{len(failed)}" if failed else batch
     return RunRequest(run_key=key, run_config=run_config or {}, tags={BATCH_TAG: batch})
 
@@ -103,9 +103,7 @@ def pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> SensorDefi
     @sensor(
         name=pipe.name,
         job=job,
-        # The daemon looks at sensors every ~5 s and skips one whose last tick began less than
-        # its minimum interval ago: an interval of exactly 5 s would often wait 10 s.
-        minimum_interval_seconds=max(1, pipe.poll_interval_seconds - 1),
+        minimum_interval_seconds=minimum_interval(pipe.poll_interval_seconds),
         default_status=DefaultSensorStatus.RUNNING,
         description=f"pipe {pipe.name}: {pipe.copy_statement}",
     )
@@ -127,9 +125,9 @@ def pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> SensorDefi
                 asset_events=observations,
             )
         request = batch_request(context.instance, batch_key(pipe.name, pending))
-        if request is None:
+        if isinstance(request, str):
             return SensorResult(
-                skip_reason=retry_wait(f"{len(pending)} new files"),
+                skip_reason=f"{len(pending)} new files; {request}",
                 asset_events=observations,
             )
         return SensorResult(run_requests=[request], asset_events=observations)
@@ -145,7 +143,7 @@ def event_pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> Sens
     @sensor(
         name=pipe.name,
         job=job,
-        minimum_interval_seconds=pipe.poll_interval_seconds,
+        minimum_interval_seconds=minimum_interval(pipe.poll_interval_seconds),
         default_status=DefaultSensorStatus.RUNNING,
         description=f"pipe {pipe.name} (S3 events from SQS): {pipe.copy_statement}",
     )
@@ -175,10 +173,10 @@ def event_pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> Sens
         paths = [info.relative_path for info in seen.pending]
         config = ingest_run_config(current.table, pipe.name, paths)
         request = batch_request(context.instance, batch_key(pipe.name, seen.pending), config)
-        if request is None:
+        if isinstance(request, str):
             # The events are consumed: the next listing (BACKFILL_INTERVAL) finds these files.
             return SensorResult(
-                skip_reason=retry_wait(f"{len(paths)} new files"),
+                skip_reason=f"{len(paths)} new files; {request}",
                 cursor=cursor,
                 asset_events=observations,
             )

@@ -33,6 +33,7 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import log_versions
 from lake_assets.core.kind import Sessions
 from lake_assets.core.settings import LakeSettings
+from lake_assets.core.ticks import DAEMON_LOOP_SECONDS, minimum_interval
 from lake_assets.streams.entry import StreamEntry
 from lake_assets.streams.kind import STREAMS_SENSOR
 from lake_assets.streams.pending import pending_versions
@@ -42,8 +43,8 @@ STREAMS_GROUP = "streams"
 # Delta names commit files by the version in 20 digits (a long has at most 19): keys sort as
 # versions do, and a key is the name of the commit file it stands for.
 KEY_WIDTH = 20
-# The daemon visits sensors every 5 s; any interval below that ticks on every visit.
-SENSOR_INTERVAL_SECONDS = 2
+# Every daemon loop: a stream's new versions are partitions within seconds.
+SENSOR_INTERVAL_SECONDS = DAEMON_LOOP_SECONDS
 
 
 def stream_key(name: str) -> AssetKey:
@@ -168,10 +169,10 @@ def rebuild(
     """First sight, a hand-set offset or a replaced stream: everything is checked from scratch."""
     existing, other = _parsed(list(instance.get_dynamic_partitions(partitions_name(entry.name))))
     update = Update(delete=other)
+    previous: dict[int, str] = {}
     if seen is not None and seen.location != entry.source_location:  # another source's versions
-        update.delete |= set(existing.values())
+        previous, existing = existing, {}
         update.wipe = True
-        existing = {}
     start = min(entry.offset, max(existing, default=entry.offset))
     data = data_versions(entry, start, latest)
     pending = {version for version in data if version > entry.offset}
@@ -183,6 +184,10 @@ def rebuild(
     done = set() if update.wipe else _materialized(instance, entry.name)
     if done & pending:
         update.wipe, done = True, set()
+    # The other source's keys go, but those this one has too stay (their materializations are
+    # wiped): Dagster refuses a tick that deletes and adds the same key.
+    kept |= {v: key for v, key in previous.items() if v in wanted}
+    update.delete |= {key for v, key in previous.items() if v not in wanted}
     update.add = wanted - kept.keys()
     update.report = {v for v in wanted - pending if v not in done}
     return kept, update
@@ -291,7 +296,7 @@ def streams_sensor(settings: LakeSettings) -> SensorDefinition:
 
     @sensor(
         name=STREAMS_SENSOR,
-        minimum_interval_seconds=SENSOR_INTERVAL_SECONDS,
+        minimum_interval_seconds=minimum_interval(SENSOR_INTERVAL_SECONDS),
         default_status=DefaultSensorStatus.RUNNING,
         description="a partition per source commit of each stream, materialized once consumed",
     )

@@ -27,6 +27,7 @@ from lake_assets.tasks.entry import Schedule, TaskEntry, TaskTrigger
 from lake_assets.tasks.kind import TASKS_SENSOR
 from lake_assets.tasks.run_history import TaskRunRecord, TaskRunState
 from lake_assets.tasks.runs import run_task
+from lake_assets.volumes.defs import volume_key
 from resources.catalog import CatalogResource
 from resources.spark import DeltaSparkResource
 
@@ -41,6 +42,13 @@ RETRY_CRON = "* * * * *"
 
 def task_key(name: str) -> AssetKey:
     return AssetKey(["task", name])
+
+
+def target_key(entry: TaskEntry) -> AssetKey:
+    """The asset of the relation or volume the task writes."""
+    if entry.target_volume is not None:
+        return volume_key(entry.target_volume)
+    return AssetKey(entry.target)
 
 
 def stream_condition(streams: Sequence[str]) -> AutomationCondition:
@@ -161,13 +169,9 @@ def build_defs(catalog: Catalog, settings: LakeSettings, sessions: Sessions) -> 
     sensor = automation_sensor(
         TASKS_SENSOR, TASKS_GROUP, AUTOMATION_INTERVAL_SECONDS, {TRIGGER_TAG: AUTOMATIC}
     )
-    # The table a task writes is downstream of it (the table's own spec, from the tables kind,
+    # The table or volume a task writes is downstream of it (its own definition, from its kind,
     # takes this dep when the definitions merge).
-    targets = [
-        AssetSpec(key=entry.target_table, deps=[task_key(entry.name)])
-        for entry in entries
-        if entry.target_table is not None
-    ]
+    targets = [AssetSpec(key=target_key(entry), deps=[task_key(entry.name)]) for entry in entries]
     return Definitions(
         assets=[*(task_asset(entry, sessions) for entry in entries), *targets],
         sensors=[sensor] if entries else [],

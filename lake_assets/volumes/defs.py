@@ -46,6 +46,7 @@ from lake_assets.automation import DATA_VERSION_TAG
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.kind import Sessions
 from lake_assets.core.settings import LakeSettings
+from lake_assets.core.ticks import DAEMON_LOOP_SECONDS, minimum_interval
 from lake_assets.volumes.entry import VolumeEntry
 from lake_assets.volumes.files import directory_digest, listing_digest, refresh_directory, store_of
 from lake_assets.volumes.kind import DIRECTORIES_SENSOR, VOLUMES_SENSOR
@@ -57,9 +58,8 @@ from resources.storage import FileInfo
 VOLUMES_GROUP = "volumes"
 # A listing is cheap, but each one of an S3 volume is a request: every volume twice a minute.
 OBSERVE_INTERVAL_SECONDS = 30
-# A directory table a stream reads follows its volume within seconds (the daemon looks at
-# sensors every ~5 s; a smaller interval runs each tick).
-DIRECTORY_INTERVAL_SECONDS = 2
+# A directory table a stream reads follows its volume within seconds: every daemon loop.
+DIRECTORY_INTERVAL_SECONDS = DAEMON_LOOP_SECONDS
 # A failed directory refresh is asked for again this long after it ended.
 DIRECTORY_RETRY_SECONDS = 30
 # A volume whose S3 events the sensor reads is listed only when one falls in it, and also this
@@ -153,7 +153,7 @@ def volumes_sensor(names: list[str], settings: LakeSettings) -> SensorDefinition
 
     @sensor(
         name=VOLUMES_SENSOR,
-        minimum_interval_seconds=OBSERVE_INTERVAL_SECONDS,
+        minimum_interval_seconds=minimum_interval(OBSERVE_INTERVAL_SECONDS),
         default_status=DefaultSensorStatus.RUNNING,
         description="observes every volume: its listing's digest is its data version",
     )
@@ -243,7 +243,7 @@ def directories_sensor(
     @sensor(
         name=DIRECTORIES_SENSOR,
         jobs=jobs,
-        minimum_interval_seconds=DIRECTORY_INTERVAL_SECONDS,
+        minimum_interval_seconds=minimum_interval(DIRECTORY_INTERVAL_SECONDS),
         default_status=DefaultSensorStatus.RUNNING,
         description="refreshes the directory table of every volume a stream reads",
     )

@@ -18,6 +18,8 @@ from dagster import (
     evaluate_automation_conditions,
 )
 
+from lake_assets.automation import DATA_VERSION_TAG
+from lake_assets.core.ticks import minimum_interval
 from lake_assets.definitions import build_definitions
 from lake_assets.dynamic_tables.defs import (
     AUTOMATION_INTERVAL_SECONDS,
@@ -65,7 +67,7 @@ def test_a_dynamic_table_is_an_asset_refreshed_by_dagster(
     assert node.automation_condition is not None
     sensor = defs.resolve_sensor_def(AUTOMATION_SENSOR)
     assert sensor.default_status == DefaultSensorStatus.RUNNING
-    assert sensor.minimum_interval_seconds == AUTOMATION_INTERVAL_SECONDS
+    assert sensor.minimum_interval_seconds == minimum_interval(AUTOMATION_INTERVAL_SECONDS)
 
     lake.sql("INSERT INTO t VALUES ('a', 10), ('c', 5); DELETE FROM t WHERE k = 'b'")
     job = defs.resolve_implicit_global_asset_job_def()
@@ -89,12 +91,22 @@ def test_a_dynamic_table_is_an_asset_refreshed_by_dagster(
         [("FULL", "CREATION"), ("INCREMENTAL", "MANUAL")],
     )
 
-    # Nothing changed: NO_DATA is recorded, and nothing is materialized (downstream stays put).
+    # Nothing changed: NO_DATA is recorded and materializes the same data version, so the table
+    # is current with its sources and what reads it sees nothing new.
     again = job.execute_in_process(instance=instance, asset_selection=[AssetKey("summary")])
     assert again.success
-    assert again.get_asset_materialization_events() == []
+    (same,) = again.get_asset_materialization_events()
+    assert same.materialization.metadata["refresh_mode"].value == "NO_DATA"
+    assert same.materialization.tags["dagster/data_version"] == "2"
     modes = [r.refresh_mode for r in REFRESHES.newest_first(lake.catalog, "summary")]
     assert modes.count("NO_DATA") == 1
+
+
+def committed(instance: DagsterInstance, name: str, version: int) -> None:
+    """A commit as every front end reports it: its Delta version is its data version."""
+    instance.report_runless_asset_event(
+        AssetMaterialization(name, tags={DATA_VERSION_TAG: str(version)})
+    )
 
 
 def test_the_automation_sensor_requests_a_refresh_when_a_source_changes(
@@ -103,14 +115,21 @@ def test_the_automation_sensor_requests_a_refresh_when_a_source_changes(
     lake.sql(f"CREATE TABLE t (k STRING, v INT); {SUMMARY}")
     defs = build_definitions(lake.settings)
     first = evaluate_automation_conditions(defs=defs, instance=instance)
-    instance.report_runless_asset_event(AssetMaterialization("summary"))
+    committed(instance, "summary", 1)
     settled = evaluate_automation_conditions(defs=defs, instance=instance, cursor=first.cursor)
     assert settled.total_requested == 0
 
-    instance.report_runless_asset_event(AssetMaterialization("t"))
+    committed(instance, "t", 1)
     changed = evaluate_automation_conditions(defs=defs, instance=instance, cursor=settled.cursor)
     assert changed.total_requested == 1
     assert changed.get_requested_partitions(AssetKey("summary")) == {None}
+    committed(instance, "summary", 2)
+    refreshed = evaluate_automation_conditions(defs=defs, instance=instance, cursor=changed.cursor)
+
+    # A load that committed nothing materializes t at the version it had: nothing to refresh.
+    committed(instance, "t", 1)
+    empty = evaluate_automation_conditions(defs=defs, instance=instance, cursor=refreshed.cursor)
+    assert empty.total_requested == 0
 
 
 @pytest.mark.parametrize("seen", ["on the tick after the request", "on a later tick"])
@@ -124,8 +143,8 @@ def test_a_source_update_during_a_refresh_requests_another_refresh(
         return evaluate_automation_conditions(defs=defs, instance=instance, cursor=cursor)
 
     first = tick()
-    instance.report_runless_asset_event(AssetMaterialization("summary"))
-    instance.report_runless_asset_event(AssetMaterialization("t"))
+    committed(instance, "summary", 1)
+    committed(instance, "t", 1)
     requested = tick(first.cursor)
     assert requested.total_requested == 1
     cursor = requested.cursor
@@ -133,8 +152,8 @@ def test_a_source_update_during_a_refresh_requests_another_refresh(
         cursor = tick(cursor).cursor
 
     # t commits again while that refresh runs; the refresh, which read t before, ends after.
-    instance.report_runless_asset_event(AssetMaterialization("t"))
-    instance.report_runless_asset_event(AssetMaterialization("summary"))
+    committed(instance, "t", 2)
+    committed(instance, "summary", 2)
     again = tick(cursor)
     assert again.get_requested_partitions(AssetKey("summary")) == {None}
     assert tick(tick(again.cursor).cursor).total_requested == 0

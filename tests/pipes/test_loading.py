@@ -19,6 +19,7 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import history
 from lake_assets.core.settings import LakeSettings
 from lake_assets.pipes import loading
+from lake_assets.pipes.engine import polling_text
 from lake_assets.pipes.load_records import LoadRecord, load_history, load_mark, record_loads
 from lake_assets.session import LakeSession
 from lake_assets.sql.grammar import StatementError
@@ -405,13 +406,18 @@ def test_a_list_purge_pipe_loads_and_is_managed(lake: LakeSession, tmp_path: Pat
         "VIRTUAL_CLUSTER = 'DEFAULT' COMMENT 'Sales data continuous ingestion pipeline' "
         "AS COPY INTO sales_ods FROM VOLUME pipe_vol USING CSV PURGE = TRUE",
     )
-    assert created.startswith("created pipe sales_pipe: RUNNING")
+    assert created == (
+        "created pipe sales_pipe: RUNNING, looks for new files in volume pipe_vol every 5 s "
+        "(with the Dagster daemon running)"
+    )
+    assert polling_text(2) == "every 5 s (POLL_INTERVAL = 2, on the Dagster daemon's 5-s loop)"
     described = properties(lake, "DESC PIPE EXTENDED sales_pipe")
     assert {
         key: described[key]
         for key in (
             "pipe_status", "pipe_kind", "ingest_mode", "input_name", "output_name",
             "copy_statement", "virtual_cluster", "invalid_reason", "files_pending",
+            "poll_interval_seconds",
         )
     } == {
         "pipe_status": "RUNNING",
@@ -423,6 +429,7 @@ def test_a_list_purge_pipe_loads_and_is_managed(lake: LakeSession, tmp_path: Pat
         "virtual_cluster": "DEFAULT",
         "invalid_reason": None,
         "files_pending": 0,
+        "poll_interval_seconds": 5,
     }  # fmt: skip
 
     # "Simulate new file arrival via COPY INTO VOLUME"

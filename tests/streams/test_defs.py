@@ -19,6 +19,7 @@ from dagster import (
 )
 
 from lake_assets.core.catalog import Catalog
+from lake_assets.core.ticks import minimum_interval
 from lake_assets.definitions import build_definitions
 from lake_assets.session import LakeSession
 from lake_assets.streams.defs import (
@@ -54,6 +55,19 @@ def ticker(lake: LakeSession, instance: DagsterInstance, partitions: int = 10_00
         sensor = build_defs(lake.catalog, settings, LakeSession).resolve_sensor_def(STREAMS_SENSOR)
         result = sensor(build_sensor_context(instance=instance, cursor=cursor[0]))
         assert isinstance(result, SensorResult)
+        added = {
+            (request.partitions_def_name, key)
+            for request in result.dynamic_partitions_requests or ()
+            if isinstance(request, AddDynamicPartitionsRequest)
+            for key in request.partition_keys
+        }
+        deleted = {
+            (request.partitions_def_name, key)
+            for request in result.dynamic_partitions_requests or ()
+            if not isinstance(request, AddDynamicPartitionsRequest)
+            for key in request.partition_keys
+        }
+        assert not added & deleted, "Dagster refuses to add and delete one key in a tick"
         for event in result.asset_events:
             instance.report_runless_asset_event(event)
         for request in result.dynamic_partitions_requests or ():
@@ -124,7 +138,7 @@ def test_a_stream_is_a_partitioned_asset_downstream_of_its_source(lake: LakeSess
         assert node.metadata["lake/source_location"].value == entry.source_location
     sensor = defs.resolve_sensor_def(STREAMS_SENSOR)
     assert sensor.default_status == DefaultSensorStatus.RUNNING
-    assert sensor.minimum_interval_seconds == SENSOR_INTERVAL_SECONDS
+    assert sensor.minimum_interval_seconds == minimum_interval(SENSOR_INTERVAL_SECONDS)
     volume_stream = replace(lake.catalog.get(StreamEntry, "s"), source="v", source_kind="volume")
     assert [dep.asset_key for dep in stream_spec(volume_stream).deps] == [volume_key("v")]
     assert version_key(42) == "00000000000000000042" == f"{42:020d}"
@@ -173,6 +187,33 @@ def test_keys_follow_data_commits_and_are_materialized_once_consumed(
     # A sensor that lost its cursor finds the instance in step: nothing to add or report.
     restarted = ticker(lake, instance)()
     assert (restarted.dynamic_partitions_requests, restarted.asset_events) == ([], [])
+
+
+def test_a_source_dropped_and_created_again_under_its_name_starts_its_stream_afresh(
+    lake: LakeSession, instance: DagsterInstance
+) -> None:
+    lake.sql(
+        f"{TABLE.format(name='t')}; {TABLE.format(name='sink')}; CREATE TABLE STREAM s ON TABLE t"
+    )
+    tick = ticker(lake, instance)
+    tick()
+    v1, v2 = insert(lake, "t", 1, 2)
+    consume(lake, "s")
+    tick()
+    assert (keys(instance, "s"), missing(instance, "s")) == ([v1, v2], [])
+
+    # As `make demo` run twice does: the new table's versions reuse the old one's numbers.
+    lake.sql(
+        f"DROP TABLE STREAM s; DROP TABLE t; {TABLE.format(name='t')}; "
+        "CREATE TABLE STREAM s ON TABLE t"
+    )
+    (w1,) = insert(lake, "t", 3)
+    assert w1 == v1
+    tick()
+    assert (keys(instance, "s"), missing(instance, "s")) == ([w1], [w1])
+    consume(lake, "s")
+    assert reported(tick()) == [("s", w1)]
+    assert missing(instance, "s") == []
 
 
 def test_setting_the_offset_by_hand_and_initial_rows(

@@ -33,6 +33,7 @@ from dagster import (
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.settings import LakeSettings
+from lake_assets.core.ticks import minimum_interval
 from lake_assets.definitions import build_definitions
 from lake_assets.session import LakeSession
 from lake_assets.streams.entry import StreamEntry
@@ -51,8 +52,10 @@ from lake_assets.tasks.defs import (
 from lake_assets.tasks.entry import Schedule, TaskEntry
 from lake_assets.tasks.kind import TASKS_SENSOR
 from lake_assets.tasks.run_history import RUNS
+from lake_assets.volumes.defs import volume_key
 from resources.catalog import CatalogResource
 from resources.spark import DeltaSparkResource
+from tests.ingest_helpers import local_volume
 
 SOURCE = (
     "CREATE TABLE t (id INT, name VARCHAR); CREATE TABLE STREAM s ON TABLE t "
@@ -104,14 +107,19 @@ class Ticks:
         return result
 
 
-def test_tasks_are_assets_downstream_of_the_streams_they_read(lake: LakeSession) -> None:
+def test_tasks_are_assets_downstream_of_the_streams_they_read(
+    lake: LakeSession, tmp_path: Path
+) -> None:
+    local_volume(lake, tmp_path / "out")
     lake.sql(
         f"{SOURCE}; {CONSUMER};"
         "CREATE TASK nightly SCHEDULE = 'USING CRON 0 2 * * * Europe/Paris' "
         "AS DELETE FROM tgt WHERE id < 0;"
         "CREATE TASK by_hand AS INSERT INTO tgt SELECT id, name FROM s;"
         "CREATE TASK resting WHEN STREAM_HAS_DATA('s') AS INSERT INTO tgt SELECT * FROM s;"
-        "ALTER TASK resting SUSPEND"
+        "ALTER TASK resting SUSPEND;"
+        "CREATE TASK unload WHEN STREAM_HAS_DATA('s') AS COPY INTO VOLUME v FROM (SELECT * FROM s) "
+        "FILE_FORMAT = (TYPE = CSV)"
     )
     defs = build_definitions(lake.settings)
     graph = defs.resolve_asset_graph()
@@ -135,12 +143,16 @@ def test_tasks_are_assets_downstream_of_the_streams_they_read(lake: LakeSession)
     }
     assert target.group_name == "tables"
     assert not target.is_materializable
+    # So is a volume a task writes files into, which stays observed by its volume's sensor.
+    volume = graph.get(volume_key("v"))
+    assert volume.parent_keys == {task_key("unload")}
+    assert volume.is_observable
 
     sensor = defs.resolve_sensor_def(TASKS_SENSOR)
     assert sensor.default_status == DefaultSensorStatus.RUNNING
-    assert sensor.minimum_interval_seconds == AUTOMATION_INTERVAL_SECONDS
+    assert sensor.minimum_interval_seconds == minimum_interval(AUTOMATION_INTERVAL_SECONDS)
     assert sensor.asset_selection.resolve(graph) == {
-        task_key(name) for name in ("consume", "nightly", "by_hand", "resting")
+        task_key(name) for name in ("consume", "nightly", "by_hand", "resting", "unload")
     }
 
 

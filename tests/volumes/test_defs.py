@@ -19,6 +19,7 @@ from dagster import (
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import now_utc
 from lake_assets.core.settings import LakeSettings
+from lake_assets.core.ticks import minimum_interval
 from lake_assets.definitions import build_definitions
 from lake_assets.session import LakeSession
 from lake_assets.volumes.defs import OBSERVE_INTERVAL_SECONDS, VOLUMES_SENSOR
@@ -89,7 +90,7 @@ def test_every_volume_is_an_observable_asset(settings: LakeSettings) -> None:
         assert volume.group_name == "volumes"
     sensor = defs.resolve_sensor_def(VOLUMES_SENSOR)
     assert sensor.default_status == DefaultSensorStatus.RUNNING
-    assert sensor.minimum_interval_seconds == OBSERVE_INTERVAL_SECONDS
+    assert sensor.minimum_interval_seconds == minimum_interval(OBSERVE_INTERVAL_SECONDS) == 29
 
 
 def test_the_sensor_reports_each_volume_s_listing_digest(

@@ -10,6 +10,7 @@ from lake_assets.core.delta import log_versions
 from lake_assets.core.entries import now_utc
 from lake_assets.core.errors import LakeError
 from lake_assets.core.results import Result
+from lake_assets.core.ticks import tick_period
 from lake_assets.pipes.entry import PipeEntry, PipeKind
 from lake_assets.pipes.grammar import CreatePipe, KafkaCopy
 from lake_assets.pipes.kafka import ledger
@@ -68,7 +69,8 @@ def create_kafka_pipe(session: Context, stmt: CreatePipe, copy: KafkaCopy) -> Re
     return Result.status(
         f"created pipe {stmt.name}: RUNNING, reads topic {source.topic} ({len(topic.partitions)} "
         f"partitions, group {source.group_id}) into {copy.table} every "
-        f"{stmt.batch_interval_seconds} s from {start} (with the Dagster daemon running)"
+        f"{tick_period(stmt.batch_interval_seconds)} s from {start} "
+        "(with the Dagster daemon running)"
     )
 
 
@@ -112,7 +114,7 @@ def describe_kafka_pipe(session: Context, pipe: PipeEntry) -> Result:
             "virtual_cluster": pipe.virtual_cluster,
             "bootstrap_servers": source.bootstrap,
             "group_id": pipe.group_id,
-            "batch_interval_seconds": pipe.batch_interval_seconds,
+            "batch_interval_seconds": tick_period(pipe.batch_interval_seconds),
             "batch_size_per_kafka_partition": pipe.batch_size_per_partition,
             "max_errors": source.max_errors,
             "committed_offsets": _offsets_text(committed) or None,

@@ -18,6 +18,7 @@ from dagster import (
 
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
+from lake_assets.core.ticks import minimum_interval
 from lake_assets.pipes.entry import PipeEntry
 from lake_assets.pipes.kafka.batches import plan
 from lake_assets.pipes.kafka.topics import topic_observation
@@ -25,7 +26,6 @@ from lake_assets.pipes.sensors import (
     UNFINISHED,
     batch_request,
     ingest_run_config,
-    retry_wait,
     running_pipe,
 )
 
@@ -41,7 +41,7 @@ def kafka_pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> Sens
     @sensor(
         name=pipe.name,
         job=job,
-        minimum_interval_seconds=max(1, pipe.batch_interval_seconds - 1),
+        minimum_interval_seconds=minimum_interval(pipe.batch_interval_seconds),
         default_status=DefaultSensorStatus.RUNNING,
         description=f"pipe {pipe.name} (Kafka topic {pipe.topic}): {pipe.copy_statement}",
     )
@@ -69,9 +69,9 @@ def kafka_pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> Sens
             batch_key(current, batch.number),
             ingest_run_config(current.table, current.name),
         )
-        if request is None:
+        if isinstance(request, str):
             return SensorResult(
-                skip_reason=retry_wait(f"batch {batch.number}"), asset_events=observed
+                skip_reason=f"batch {batch.number}; {request}", asset_events=observed
             )
         return SensorResult(run_requests=[request], asset_events=observed)
 

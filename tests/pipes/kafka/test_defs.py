@@ -57,7 +57,8 @@ def test_the_pipe_runs_batch_after_batch_with_its_figures_and_check(
     table = defs.resolve_asset_graph().get(AssetKey("numbers"))
     assert table.check_keys == {AssetCheckKey(AssetKey("numbers"), MESSAGES_CHECK)}
     sensor = defs.resolve_sensor_def("counts")
-    assert (sensor.job_name, sensor.minimum_interval_seconds) == ("ingest_numbers_job", 2)
+    # BATCH_INTERVAL_IN_SECONDS = 3: every daemon loop (5 s), declared a second under.
+    assert (sensor.job_name, sensor.minimum_interval_seconds) == ("ingest_numbers_job", 4)
     assert sensor.default_status == DefaultSensorStatus.RUNNING
     assert AssetKey(["kafka", topic]) in table.parent_entity_keys
     assert defs.resolve_asset_graph().get(AssetKey(["kafka", topic])).group_name == "kafka_topics"
