@@ -111,6 +111,10 @@ def tick_times(instance: DagsterInstance, sensor: str) -> list[float]:
     ]
 
 
+# What Dagster's sensor page says of a tick that requested nothing and gave no reason.
+DAGSTER_NO_REASON = "Sensor function returned an empty result"
+
+
 def skipped_without_a_reason(instance: DagsterInstance) -> list[str]:
     """Ticks of this project's sensors that requested nothing and do not say why (the
     automation sensors' ticks show their evaluations instead)."""
@@ -119,7 +123,7 @@ def skipped_without_a_reason(instance: DagsterInstance) -> list[str]:
         for state in instance.all_instigator_state()
         if state.instigator_name not in (AUTOMATION_SENSOR, TASKS_SENSOR)
         for tick in instance.get_ticks(state.instigator_origin_id, state.selector_id)
-        if tick.status.value == "SKIPPED" and not tick.skip_reason
+        if tick.status.value == "SKIPPED" and tick.skip_reason in (None, "", DAGSTER_NO_REASON)
     ]
 
 

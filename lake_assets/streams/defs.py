@@ -250,9 +250,14 @@ class Tick:
         default_factory=list
     )
     events: list[AssetMaterialization] = field(default_factory=list)
+    moved: list[str] = field(default_factory=list)
 
     def record(self, entry: StreamEntry, update: Update) -> None:
         name = partitions_name(entry.name)
+        self.moved.append(
+            f"{entry.name}: {len(update.add)} new, {len(update.report)} delivered, "
+            f"{update.backlog} pending"
+        )
         if update.add:
             keys = [version_key(v) for v in sorted(update.add)]
             self.requests.append(AddDynamicPartitionsRequest(name, keys))
@@ -318,7 +323,10 @@ def streams_sensor(settings: LakeSettings) -> SensorDefinition:
         if not (tick.requests or tick.events):
             return SensorResult(skip_reason="no stream moved", cursor=cursor)
         return SensorResult(
-            dynamic_partitions_requests=tick.requests, asset_events=tick.events, cursor=cursor
+            dynamic_partitions_requests=tick.requests,
+            asset_events=tick.events,
+            cursor=cursor,
+            skip_reason="; ".join(tick.moved),  # what moved: no run is this sensor's to request
         )
 
     return track_streams

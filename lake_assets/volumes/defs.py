@@ -176,7 +176,8 @@ def volumes_sensor(names: list[str], settings: LakeSettings) -> SensorDefinition
                 context.log.warning(f"volume {name} could not be listed: {error}")
         if not observations:
             return SkipReason("no volume to observe now")
-        return SensorResult(asset_events=observations)
+        observed = ", ".join(str(event.asset_key.path[-1]) for event in observations)
+        return SensorResult(skip_reason=f"observed {observed}", asset_events=observations)
 
     return observe_volumes
 

@@ -170,6 +170,7 @@ def test_keys_follow_data_commits_and_are_materialized_once_consumed(
     (v5,) = insert(lake, "t", 5)
     consumed = tick()
     assert reported(consumed) == [("s", v1), ("s", v2), ("s", v4)]
+    assert consumed.skip_reason.skip_message == "s: 1 new, 3 delivered, 1 pending"
     assert consumed.asset_events[0].metadata["lake/offset"].value == v4
     assert consumed.asset_events[0].metadata["lake/pending_versions"].value == 1
     assert keys(instance, "s") == [v1, v2, v4, v5]

@@ -71,6 +71,9 @@ def observed(settings: LakeSettings, instance: DagsterInstance) -> dict[str, tup
     sensor = defs.resolve_sensor_def(VOLUMES_SENSOR)
     result = sensor(build_sensor_context(instance=instance, definitions=defs))
     assert isinstance(result, SensorResult), result
+    # The tick says what it did: it requests no run.
+    names = [event.asset_key.path[-1] for event in result.asset_events]
+    assert result.skip_reason.skip_message == f"observed {', '.join(names)}"
     return {
         event.asset_key.path[-1]: (
             event.tags["dagster/data_version"],
