@@ -35,6 +35,6 @@ CREATE TABLE IF NOT EXISTS sales_ods (
     category STRING COMMENT 'Category', amount DECIMAL(10,2) COMMENT 'Amount', dt STRING COMMENT 'Date'
 ) COMMENT 'ODS layer — Pipe ingestion target table';
 CREATE PIPE IF NOT EXISTS sales_pipe INGEST_MODE = 'LIST_PURGE' VIRTUAL_CLUSTER = 'DEFAULT'
-    POLL_INTERVAL = 2 COMMENT 'Sales data continuous ingestion pipeline'
+    POLL_INTERVAL = 5 COMMENT 'Sales data continuous ingestion pipeline'
     AS COPY INTO sales_ods FROM VOLUME pipe_vol USING CSV PURGE = TRUE;
 DESC PIPE EXTENDED sales_pipe;

@@ -28,6 +28,9 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 def main() -> int:
     url = os.environ.get("LAKE_SPARK_REMOTE") or f"sc://{LOOPBACK}:{DEFAULT_CONNECT_PORT}"
     env = {**os.environ, "LAKE_SPARK_REMOTE": url}
+    # Both, even when started with SIGINT ignored (in the background, under nohup): the children
+    # then take SIGINT's default, and `dagster dev` stops its webserver and daemon with it.
+    signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)
     server = code_server = dagster = None
     try:

@@ -163,12 +163,21 @@ def _checks(table: TableEntry, pipes: list[PipeEntry]) -> list[AssetCheckSpec]:
     checks = []
     if PipeKind.VOLUME in kinds:
         checks.append(
-            AssetCheckSpec(FILES_CHECK, asset=table.name, description="no file failed to load")
+            AssetCheckSpec(
+                FILES_CHECK,
+                asset=table.name,
+                description="passes when every file a load read was loaded; a file that failed "
+                "is named with its error, stays in its volume and is loaded again only once it "
+                "changes",
+            )
         )
     if PipeKind.KAFKA in kinds:
         checks.append(
             AssetCheckSpec(
-                MESSAGES_CHECK, asset=table.name, description="no Kafka message was set aside"
+                MESSAGES_CHECK,
+                asset=table.name,
+                description="passes when a load set no Kafka message aside; SELECT * FROM "
+                "kafka_errors('<pipe>') shows those it did, with their errors",
             )
         )
     return checks

@@ -27,7 +27,7 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
 from lake_assets.core.ticks import minimum_interval
-from lake_assets.pipes.engine import pending_for, volume_listing
+from lake_assets.pipes.engine import pending_for, polling_text, volume_listing
 from lake_assets.pipes.entry import PipeEntry
 from lake_assets.pipes.notifications import look
 from lake_assets.volumes.defs import read_under_way, volume_observation
@@ -105,7 +105,8 @@ def pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> SensorDefi
         job=job,
         minimum_interval_seconds=minimum_interval(pipe.poll_interval_seconds),
         default_status=DefaultSensorStatus.RUNNING,
-        description=f"pipe {pipe.name}: {pipe.copy_statement}",
+        description=f"pipe {pipe.name}, {polling_text(pipe.poll_interval_seconds)}: "
+        f"{pipe.copy_statement}",
     )
     def watch(context: SensorEvaluationContext) -> SensorResult | SkipReason:
         state = running_pipe(settings, pipe.name)
@@ -145,7 +146,8 @@ def event_pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> Sens
         job=job,
         minimum_interval_seconds=minimum_interval(pipe.poll_interval_seconds),
         default_status=DefaultSensorStatus.RUNNING,
-        description=f"pipe {pipe.name} (S3 events from SQS): {pipe.copy_statement}",
+        description=f"pipe {pipe.name}, S3 events from SQS "
+        f"{polling_text(pipe.poll_interval_seconds)}: {pipe.copy_statement}",
     )
     def watch(context: SensorEvaluationContext) -> SensorResult | SkipReason:
         state = running_pipe(settings, pipe.name)

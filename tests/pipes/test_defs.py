@@ -105,6 +105,9 @@ def test_the_definitions_of_a_pipe(home: Home) -> None:
     # Every table is in one group, whoever writes it (a pipe's load or SQL).
     assert table.group_name == graph.get(AssetKey("plain")).group_name == "tables"
     assert table.check_keys == {AssetCheckKey(AssetKey("t"), FILES_CHECK)}
+    # The check's own description says what it checks; only an evaluation says how a load went.
+    (spec,) = defs.resolve_assets_def(AssetKey("t")).check_specs
+    assert spec.description.startswith("passes when every file a load read was loaded")
     assert AssetKey(["volume", "v"]) in table.parent_entity_keys
     volume = graph.get(AssetKey(["volume", "v"]))
     assert not volume.is_materializable
@@ -116,6 +119,9 @@ def test_the_definitions_of_a_pipe(home: Home) -> None:
     assert sensor.job_name == "ingest_t_job"
     # POLL_INTERVAL = 7 on the daemon's 5-s loop: a tick every 10 s, declared a second under.
     assert sensor.minimum_interval_seconds == 9
+    assert sensor.description.startswith(
+        "pipe p, every 10 s (POLL_INTERVAL = 7, on the Dagster daemon's 5-s loop): COPY INTO t "
+    )
     assert sensor.default_status == DefaultSensorStatus.RUNNING
 
 
@@ -227,7 +233,7 @@ def materialized(result: object) -> tuple[dict[str, object], bool, str]:
     (check,) = result.get_asset_check_evaluations()
     assert check.check_name == FILES_CHECK
     if check.passed:
-        assert check.description == "no file failed to load"
+        assert check.description == "no file failed to load"  # the evaluation's, not the spec's
     else:
         assert check.description == metadata["lake/first_error"]
     return metadata, check.passed, check.metadata["failed_files"].value

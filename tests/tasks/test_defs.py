@@ -31,6 +31,7 @@ from dagster import (
     materialize,
 )
 
+from lake_assets.automation import DATA_VERSION_TAG
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.settings import LakeSettings
 from lake_assets.core.ticks import minimum_interval
@@ -38,6 +39,7 @@ from lake_assets.definitions import build_definitions
 from lake_assets.session import LakeSession
 from lake_assets.streams.entry import StreamEntry
 from lake_assets.streams.kind import STREAMS_SENSOR
+from lake_assets.tables.entry import TableEntry
 from lake_assets.tasks.defs import (
     AUTOMATIC,
     AUTOMATION_INTERVAL_SECONDS,
@@ -246,8 +248,15 @@ def _consumed(number: int) -> AssetMaterialization:
 
 
 def test_materializing_a_task_runs_it_and_records_what_it_consumed(
-    lake: LakeSession, instance: DagsterInstance
+    lake: LakeSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The instance at DAGSTER_HOME, as a run's: the task's write is reported there.
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    with DagsterInstance.get() as instance:
+        materializing_a_task(lake, instance)
+
+
+def materializing_a_task(lake: LakeSession, instance: DagsterInstance) -> None:
     # The task also reads a plain table, which DROP TABLE may take away (its target it may not).
     lake.sql(
         f"{SOURCE}; CREATE TABLE hidden (id INT); CREATE TASK consume WHEN STREAM_HAS_DATA('s') AS "
@@ -274,6 +283,10 @@ def test_materializing_a_task_runs_it_and_records_what_it_consumed(
     assert metadata["lake/trigger"] == "MANUAL"
     (result,) = lake.sql("SELECT id, name FROM tgt ORDER BY id")
     assert [tuple(row) for row in result.rows] == [(1, "a"), (2, "b")]
+    # Its write is an event of the table it wrote, whose data version is the Delta version.
+    (written,) = instance.fetch_materializations(AssetKey("tgt"), limit=5).records
+    version = lake.catalog.get(TableEntry, "tgt").version
+    assert written.asset_materialization.tags[DATA_VERSION_TAG] == str(version)
 
     # Requested by the sensor with nothing pending: SKIPPED, and nothing materialized.
     skipped = run(**{TRIGGER_TAG: AUTOMATIC})
