@@ -34,6 +34,7 @@ from lake_assets.dynamic_tables.incremental import (
     table_at,
     view_or_self,
 )
+from lake_assets.dynamic_tables.keyed import keys_restricted
 from lake_assets.dynamic_tables.plan import (
     AVG,
     COUNT,
@@ -45,10 +46,11 @@ from lake_assets.dynamic_tables.plan import (
     SUM,
     Aggregate,
     Plan,
+)
+from lake_assets.dynamic_tables.queries import (
     argument_column,
     key_column,
     pre_aggregation,
-    restricted,
     rewrite,
     with_hidden,
 )
@@ -165,8 +167,10 @@ def _recomputed_groups(
     key_types: dict[int, DataType],
 ) -> DataFrame:
     """The groups no fold could follow, from the query itself, reading only their own rows."""
+    keys = [(key_column(position), key) for position, key in plan.keys]
+    types = {key_column(position): key_type for position, key_type in key_types.items()}
     sql = rewrite(
-        restricted(plan, with_hidden(plan, query), RECOMPUTE_KEYS, key_types),
+        keys_restricted(with_hidden(plan, query), keys, RECOMPUTE_KEYS, types),
         lambda _, table: view_or_self(reads, table, "new"),
     )
     return spark.sql(sql).toDF(*columns).withColumn(OP, F.lit("U"))

@@ -6,9 +6,11 @@ from typing import TYPE_CHECKING
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.results import Result
-from lake_assets.dynamic_tables.entry import DynamicTableEntry, SchedulingState
-from lake_assets.dynamic_tables.grammar import ShowRefreshHistory
-from lake_assets.dynamic_tables.refresh import plan_of
+from lake_assets.dynamic_tables.entry import DynamicTableEntry, RefreshModeChoice, SchedulingState
+from lake_assets.dynamic_tables.explaining import explain
+from lake_assets.dynamic_tables.grammar import ExplainDynamicTable, ShowRefreshHistory
+from lake_assets.dynamic_tables.plan import notes
+from lake_assets.dynamic_tables.refresh import definition_of, plan_of
 from lake_assets.dynamic_tables.refreshes import REFRESHES, RefreshMode, RefreshRecord
 from lake_assets.sql.statements import DescribeObject
 from lake_assets.tables.entry import TableEntry
@@ -65,10 +67,13 @@ def _interval_text(seconds: int | None) -> str | None:
 
 
 def next_mode(catalog: Catalog, entry: DynamicTableEntry) -> tuple[str, str | None]:
-    """The mode the next refresh that finds changes will use, and why when it is FULL."""
+    """The mode the next refresh that finds changes will use, and why when it is FULL (AUTO
+    decides on the changes it finds, so an AUTO table reads INCREMENTAL here)."""
     plan = plan_of(entry)
     if plan.reason:
         return RefreshMode.FULL, plan.reason
+    if entry.refresh_mode is RefreshModeChoice.FULL:
+        return RefreshMode.FULL, "REFRESH_MODE = FULL"
     if _last(catalog, entry.name, committed=True) is None:
         return RefreshMode.FULL, "initial refresh"
     for name in entry.sources:
@@ -99,8 +104,10 @@ def describe_dynamic_table(session: Context, stmt: DescribeObject) -> Result:
         last_refresh=(
             f"{last.start_time} {last.state} {last.refresh_mode or ''}".strip() if last else None
         ),
+        declared_refresh_mode=entry.refresh_mode,
         refresh_mode=mode,
         refresh_mode_reason=why,
+        notes="; ".join(notes(definition_of(entry))) or None,
         rows=entry.row_count,
         version=entry.version,
         location=entry.location,
@@ -131,3 +138,11 @@ def show_refresh_history(session: Context, stmt: ShowRefreshHistory) -> Result:
             for r in REFRESHES.newest_first(catalog, stmt.name)
         ],
     )  # fmt: skip
+
+
+def explain_dynamic_table(session: Context, stmt: ExplainDynamicTable) -> Result:
+    """EXPLAIN reads the catalog and the query only: nothing runs and nothing is created."""
+    if stmt.create is not None:
+        return explain(stmt.create.query.expression, stmt.create.refresh_mode)
+    entry = session.catalog.get(DynamicTableEntry, stmt.name)
+    return explain(definition_of(entry), entry.refresh_mode)

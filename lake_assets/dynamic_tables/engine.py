@@ -17,7 +17,11 @@ from lake_assets.core.errors import LakeError
 from lake_assets.core.lifecycle import name_taken
 from lake_assets.core.names import HIDDEN_PREFIX
 from lake_assets.core.results import Result
-from lake_assets.dynamic_tables.entry import DynamicTableEntry, SchedulingState
+from lake_assets.dynamic_tables.entry import (
+    DynamicTableEntry,
+    RefreshModeChoice,
+    SchedulingState,
+)
 from lake_assets.dynamic_tables.grammar import (
     AlterDynamicTable,
     AlterDynamicTablePrimaryKey,
@@ -25,7 +29,8 @@ from lake_assets.dynamic_tables.grammar import (
     RefreshDynamicTable,
 )
 from lake_assets.dynamic_tables.incremental import register_sources
-from lake_assets.dynamic_tables.plan import AGGREGATE, classify, rewrite, with_hidden
+from lake_assets.dynamic_tables.plan import AGGREGATE, classify, without_order
+from lake_assets.dynamic_tables.queries import rewrite, with_hidden
 from lake_assets.dynamic_tables.refresh import (
     refresh,
     source_read,
@@ -46,8 +51,9 @@ from lake_assets.tables.entry import TableEntry, declared_key
 if TYPE_CHECKING:
     from lake_assets.core.kind import Context
 
-# Delta refuses these characters in column names (without column mapping).
-_BAD_COLUMN_NAME = re.compile(r"[ ,;{}()\n\t=]")
+# Delta takes these characters in column names only with column mapping, which a dynamic table
+# turns on when its result has such a name (Spark's for an unnamed expression: `sum(amount)`).
+_MAPPED_COLUMN_NAME = re.compile(r"[ ,;{}()\n\t=]")
 
 
 # CREATE / DROP / ALTER
@@ -81,16 +87,20 @@ def create_dynamic_table(session: Context, stmt: CreateDynamicTable) -> Result:
     stored = {name: catalog.stored(name) for name in sources}
     # Checked now, before any Spark work, and again as the entry is written (below).
     _refuse_cycle(catalog.entries(DynamicTableEntry), stmt.name, sources)
-    plan = classify(stmt.query.expression)
+    query = without_order(stmt.query.expression)
+    plan = classify(query)
+    if stmt.refresh_mode is RefreshModeChoice.INCREMENTAL and plan.reason:
+        raise LakeError(
+            f"dynamic table {stmt.name} cannot refresh INCREMENTAL: {plan.reason}",
+            "use REFRESH_MODE = AUTO (it refreshes FULL) or FULL, or rewrite the query",
+        )
     reads = [
         source_read(spark, name, relation, None, index)
         for index, (name, relation) in enumerate(stored.items())
     ]
     register_sources(spark, reads, changes=False)
     by_name = {read.name: read for read in reads}
-    rewritten = rewrite(
-        with_hidden(plan, stmt.query.expression), lambda _, name: by_name[name].view("new")
-    )
+    rewritten = rewrite(with_hidden(plan, query), lambda _, name: by_name[name].view("new"))
     schema = spark.sql(rewritten).schema
     visible = schema.fields[: len(schema.fields) - len(plan.hidden)]
     names = _column_names(stmt, [f.name for f in visible])
@@ -127,8 +137,11 @@ def create_dynamic_table(session: Context, stmt: CreateDynamicTable) -> Result:
         stmt.refresh_interval_seconds,
         stmt.vcluster,
         primary_key=primary_key,
+        refresh_mode=stmt.refresh_mode,
     )
     properties = {"delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": vectors}
+    if any(_MAPPED_COLUMN_NAME.search(column.name) for column in columns):
+        properties["delta.columnMapping.mode"] = "name"
     result = _create(spark, catalog, entry, definitions, properties, stmt.or_replace)
     session.committed(entry.name)  # its first refresh filled it: an event of its asset
     return result
@@ -222,10 +235,11 @@ def _column_names(stmt: CreateDynamicTable, produced: list[str]) -> list[str]:
         )
     names = [c.name for c in stmt.columns] if stmt.columns else produced
     for name in names:
-        if _BAD_COLUMN_NAME.search(name) or name.lower().startswith(HIDDEN_PREFIX):
+        if name.lower().startswith(HIDDEN_PREFIX):
             raise LakeError(
-                f"the result column '{name}' of dynamic table {stmt.name} needs a plain name",
-                "give it an alias in the query, e.g. COUNT(*) AS order_cnt",
+                f"the result column '{name}' of dynamic table {stmt.name} starts with "
+                f"{HIDDEN_PREFIX}, which the lakehouse keeps for its own columns",
+                "give it another alias in the query",
             )
     lowered = [name.lower() for name in names]
     twice = sorted({name for name in lowered if lowered.count(name) > 1})

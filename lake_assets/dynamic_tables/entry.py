@@ -17,6 +17,14 @@ class SchedulingState(StrEnum):
     SUSPENDED = "SUSPENDED"
 
 
+class RefreshModeChoice(StrEnum):
+    """REFRESH_MODE: AUTO picks per refresh; INCREMENTAL refuses a query it cannot maintain."""
+
+    AUTO = "AUTO"
+    INCREMENTAL = "INCREMENTAL"
+    FULL = "FULL"
+
+
 @dataclass(frozen=True)
 class DynamicTableEntry(StoredRelation):
     """A Delta table kept equal to its query; `hidden` columns hold aggregate state (not shown);
@@ -37,6 +45,7 @@ class DynamicTableEntry(StoredRelation):
     refresh_interval_seconds: int | None = None
     vcluster: str | None = None
     suspended: bool = False
+    refresh_mode: RefreshModeChoice = RefreshModeChoice.AUTO
 
     def shown_columns(self) -> list[str]:
         return [column.name for column in self.columns] if self.hidden else []

@@ -11,6 +11,7 @@ from sqlglot.tokens import TokenType
 from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
 from lake_assets.core.names import HIDDEN_PREFIX
+from lake_assets.dynamic_tables.entry import RefreshModeChoice
 from lake_assets.sql.grammar import Grammar, ObjectWords, StatementParser, finished
 from lake_assets.sql.statements import Query, Statement
 from lake_assets.sql.tokens import TokenCursor
@@ -23,8 +24,10 @@ from lake_assets.tables.grammar import (
 
 CREATE_DYNAMIC_TABLE = (
     "CREATE [OR REPLACE] DYNAMIC TABLE [IF NOT EXISTS] name [(col [COMMENT '…'], …)] "
-    "[REFRESH INTERVAL n SECOND|MINUTE|HOUR|DAY] [VCLUSTER vc] [COMMENT '…'] AS SELECT …"
+    "[REFRESH INTERVAL n SECOND|MINUTE|HOUR|DAY] [REFRESH_MODE = AUTO|INCREMENTAL|FULL] "
+    "[VCLUSTER vc] [COMMENT '…'] AS SELECT …"
 )
+EXPLAIN_DYNAMIC_TABLE = "EXPLAIN DYNAMIC TABLE name | EXPLAIN CREATE DYNAMIC TABLE … AS SELECT …"
 SHOW_REFRESH_HISTORY = "SHOW DYNAMIC TABLE REFRESH HISTORY [WHERE name = '…']"
 ALTER_DYNAMIC_TABLE = (
     "ALTER DYNAMIC TABLE name SUSPEND | RESUME | SET PRIMARY KEY (col, …) | DROP PRIMARY KEY"
@@ -46,11 +49,21 @@ class CreateDynamicTable(Statement):
     comment: str | None = None
     or_replace: bool = False
     if_not_exists: bool = False
+    refresh_mode: RefreshModeChoice = RefreshModeChoice.AUTO
 
 
 @dataclass(frozen=True)
 class RefreshDynamicTable(Statement):
     name: str
+
+
+@dataclass(frozen=True)
+class ExplainDynamicTable(Statement):
+    """How a dynamic table refreshes: an existing one, or one a CREATE would make (it makes
+    nothing)."""
+
+    name: str
+    create: CreateDynamicTable | None = None
 
 
 @dataclass(frozen=True)
@@ -83,15 +96,18 @@ def parse_create_dynamic_table(cursor: TokenCursor, grammar: Grammar) -> Stateme
     name = cursor.name("a dynamic table name")
     columns = _column_list(cursor) if cursor.accept_symbol(TokenType.L_PAREN) else []
     interval = vcluster = comment = None
+    mode = RefreshModeChoice.AUTO
     while not cursor.accept("AS"):
         if cursor.accept("REFRESH", "INTERVAL"):
             interval = _interval(cursor)
+        elif cursor.accept("REFRESH_MODE"):
+            mode = _refresh_mode(cursor)
         elif cursor.accept("VCLUSTER"):
             vcluster = cursor.identifier("a virtual cluster name")
         elif cursor.accept("COMMENT"):
             comment = cursor.string("a comment")
         else:
-            cursor.fail("REFRESH INTERVAL, VCLUSTER, COMMENT or AS")
+            cursor.fail("REFRESH INTERVAL, REFRESH_MODE, VCLUSTER, COMMENT or AS")
     query, text = grammar.query_after(cursor, f"dynamic table {name}", CREATE_DYNAMIC_TABLE)
     _refuse_hidden_names(name, query.expression)
     names = [column.name.lower() for column in columns]
@@ -101,8 +117,9 @@ def parse_create_dynamic_table(cursor: TokenCursor, grammar: Grammar) -> Stateme
             "give every column a distinct name",
         )
     return CreateDynamicTable(
-        name, query, text, tuple(columns), interval, vcluster, comment, or_replace, if_not_exists
-    )
+        name, query, text, tuple(columns), interval, vcluster, comment, or_replace, if_not_exists,
+        mode,
+    )  # fmt: skip
 
 
 def _refuse_hidden_names(name: str, query: exp.Expr) -> None:
@@ -129,6 +146,15 @@ def _column_list(cursor: TokenCursor) -> list[Column]:
             break
     cursor.expect_symbol(TokenType.R_PAREN, ")")
     return columns
+
+
+def _refresh_mode(cursor: TokenCursor) -> RefreshModeChoice:
+    cursor.expect_symbol(TokenType.EQ, "=")
+    word = cursor.word()
+    if word not in RefreshModeChoice.__members__:
+        cursor.fail("AUTO, INCREMENTAL or FULL")
+    cursor.position += 1
+    return RefreshModeChoice(word)
 
 
 def _interval(cursor: TokenCursor) -> int:
@@ -165,6 +191,17 @@ _ALTERATIONS: dict[tuple[str, ...], Alteration] = {
 }
 
 
+def parse_explain(cursor: TokenCursor, grammar: Grammar) -> Statement:
+    cursor.usage = EXPLAIN_DYNAMIC_TABLE
+    cursor.expect("EXPLAIN")
+    if cursor.word() == "CREATE":
+        create = parse_create_dynamic_table(cursor, grammar)
+        assert isinstance(create, CreateDynamicTable)
+        return ExplainDynamicTable(create.name, create)
+    cursor.expect("DYNAMIC", "TABLE")
+    return finished(cursor, ExplainDynamicTable(cursor.name("a dynamic table name")))
+
+
 def parse_refresh_history(cursor: TokenCursor, grammar: Grammar) -> Statement:
     cursor.usage = SHOW_REFRESH_HISTORY
     cursor.expect("SHOW", "DYNAMIC", "TABLE", "REFRESH", "HISTORY")
@@ -182,4 +219,7 @@ STATEMENTS: dict[tuple[str, ...], StatementParser] = {
     ("REFRESH", "DYNAMIC", "TABLE"): parse_refresh,
     ("ALTER", "DYNAMIC", "TABLE"): parse_alter,
     ("SHOW", "DYNAMIC", "TABLE", "REFRESH", "HISTORY"): parse_refresh_history,
+    ("EXPLAIN", "DYNAMIC", "TABLE"): parse_explain,
+    ("EXPLAIN", "CREATE", "DYNAMIC", "TABLE"): parse_explain,
+    ("EXPLAIN", "CREATE", "OR", "REPLACE", "DYNAMIC", "TABLE"): parse_explain,
 }

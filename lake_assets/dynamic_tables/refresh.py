@@ -34,17 +34,20 @@ from lake_assets.core.errors import SEE_THE_CAUSE, LakeError
 from lake_assets.core.spark_errors import translate_spark_error
 from lake_assets.dynamic_tables import pruning
 from lake_assets.dynamic_tables.aggregate import aggregate_merge
+from lake_assets.dynamic_tables.choosing import why_full
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.incremental import (
     SourceRead,
     full_result,
     gained_rows,
+    incremental_conf,
     projection_merge,
     register_sources,
     table_at,
 )
 from lake_assets.dynamic_tables.incremental import row_changes as result_changes
-from lake_assets.dynamic_tables.plan import AGGREGATE, Plan, classify
+from lake_assets.dynamic_tables.keyed import keyed_changes
+from lake_assets.dynamic_tables.plan import AGGREGATE, KEYED, Plan, classify, without_order
 from lake_assets.dynamic_tables.refreshes import (
     REFRESH_MARKER,
     REFRESHES,
@@ -98,10 +101,15 @@ def sources_of(entry: DynamicTableEntry) -> tuple[str, ...]:
     return entry.sources
 
 
-def query_of(entry: DynamicTableEntry) -> exp.Expr:
+def definition_of(entry: DynamicTableEntry) -> exp.Expr:
     statement = Grammar().spark(entry.query)
     assert isinstance(statement, Query)
     return statement.expression
+
+
+def query_of(entry: DynamicTableEntry) -> exp.Expr:
+    """The query a refresh runs: the definition without an ORDER BY that only sorts."""
+    return without_order(definition_of(entry))
 
 
 def plan_of(entry: DynamicTableEntry) -> Plan:
@@ -222,15 +230,7 @@ def _refresh(
         )  # fmt: skip
         REFRESHES.record(catalog, record)
         return _outcome(record)
-    reason = plan.reason or ("a full refresh was asked for" if full else None)
-    if reason is None and previous is None:
-        reason = "initial refresh"
-    if reason is None and enabled:
-        reason = f"change tracking was just turned on for {', '.join(enabled)}"
-    if reason is None:
-        replaced = [read.name for read in reads if read.previous is None]
-        if replaced:
-            reason = f"{', '.join(replaced)} was replaced since the last refresh"
+    reason = why_full(spark, catalog, entry, plan, reads, previous is None, enabled, full)
     metadata = new_record(
         REFRESH_MARKER,
         trigger=trigger,
@@ -327,7 +327,13 @@ def _write_incremental(job: _Write) -> Commit:
         )
         return job.committed(lambda: spark.sql(merge).collect())
     # Computed once, here: the emptiness check, the pruning ranges and the MERGE source read it.
-    changes = result_changes(spark, plan.branches, by_name, visible).localCheckpoint()
+    if plan.shape == KEYED:
+        keyed = keyed_changes(
+            spark, plan, job.query, by_name, entry.location, job.dt_version, schema
+        )
+        changes = keyed.localCheckpoint()
+    else:
+        changes = result_changes(spark, plan.branches, by_name, visible).localCheckpoint()
     update = projection_merge(spark, entry.location, job.dt_version, changes, schema)
     if update is not None:
         return job.committed(lambda: spark.sql(update).collect())
@@ -343,17 +349,6 @@ def _write_full(job: _Write) -> Commit:
     writer = frame.write.format("delta").mode("overwrite")
     writer = writer.option("maxRecordsPerFile", pruning.ROWS_PER_FILE)
     return job.committed(lambda: writer.save(job.entry.location))
-
-
-def incremental_conf(spark: SparkSession) -> dict[str, str]:
-    """An incremental refresh's plans are small: static plans (no per-stage jobs and re-planning)
-    and one shuffle partition per core at most (one wave of tasks, fewer files to rewrite).
-    Each took 6-24 % and about 10 % off refreshes after 3-row changes on 1M rows (noisy runs)."""
-    configured = int(spark.conf.get("spark.sql.shuffle.partitions", None) or 200)
-    # Set for local masters only (resources.spark); a cluster's driver has no such key.
-    cores = int(spark.conf.get("spark.default.parallelism", None) or configured)
-    partitions = min(configured, cores)
-    return {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(partitions)}
 
 
 def _record_from_commit(

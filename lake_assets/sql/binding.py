@@ -72,7 +72,8 @@ def _insert_target(expression: exp.Expr) -> exp.Table | None:
     return target.this if isinstance(target, exp.Schema) else target
 
 
-def _table_references(expression: exp.Expr) -> list[exp.Table]:
+def table_references(expression: exp.Expr) -> list[exp.Table]:
+    """The catalog relations a statement names, in order: not its CTEs, not placeholders."""
     ctes = _cte_names(expression)
     references = []
     for table in expression.find_all(exp.Table):
@@ -91,7 +92,7 @@ def _table_references(expression: exp.Expr) -> list[exp.Table]:
 def referenced_tables(expression: exp.Expr) -> list[str]:
     """Names of the catalog relations a statement reads or writes, each once."""
     names: list[str] = []
-    for table in _table_references(expression):
+    for table in table_references(expression):
         if table.name.lower() not in names:
             names.append(table.name.lower())
     return names
@@ -108,7 +109,7 @@ def bind_tables(
     and relations in `queries` (streams) are the subquery given there."""
     bound = expression.copy()
     insert_target = _insert_target(bound)
-    for table in _table_references(bound):
+    for table in table_references(bound):
         name = table.name.lower()
         alias = exp.TableAlias(this=exp.to_identifier(table.alias or name))
         if name in (queries or {}):

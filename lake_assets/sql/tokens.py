@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import NoReturn
+from typing import ClassVar, NoReturn
 
 from sqlglot.dialects.spark import Spark
 from sqlglot.errors import TokenError
@@ -17,10 +17,15 @@ _LITERALS = (TokenType.STRING, TokenType.NUMBER, TokenType.IDENTIFIER)
 
 
 class _Tokenizer(Spark.Tokenizer):
-    """Spark's tokenizer, but SHOW … and EXECUTE … are tokenized word by word, not as one raw
-    command, so their statements parse from the same table of leading words as the others."""
+    """Spark's tokenizer, but SHOW …, EXECUTE … and EXPLAIN … are tokenized word by word, not
+    as one raw command, so their statements parse from the same table of leading words as the
+    others."""
 
     COMMANDS = Spark.Tokenizer.COMMANDS - {TokenType.SHOW, TokenType.EXECUTE}
+    KEYWORDS: ClassVar[dict[str, TokenType]] = {
+        **Spark.Tokenizer.KEYWORDS,
+        "EXPLAIN": TokenType.VAR,
+    }
 
 
 def tokenize(text: str) -> list[Token]:

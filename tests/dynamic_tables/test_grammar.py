@@ -6,6 +6,7 @@ import pytest
 
 from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
+from lake_assets.dynamic_tables.entry import RefreshModeChoice
 from lake_assets.dynamic_tables.grammar import (
     AlterDynamicTable,
     AlterDynamicTablePrimaryKey,
@@ -49,6 +50,17 @@ def test_column_list_options_in_any_order_and_units() -> None:
         assert parsed.refresh_interval_seconds == seconds
 
 
+def test_refresh_mode_is_auto_unless_declared() -> None:
+    assert parse_statement(SUMMARY).refresh_mode is RefreshModeChoice.AUTO
+    for mode in ("AUTO", "INCREMENTAL", "FULL"):
+        parsed = parse_statement(
+            f"CREATE DYNAMIC TABLE d REFRESH_MODE = {mode.lower()} COMMENT 'c' AS SELECT x FROM t"
+        )
+        assert parsed.refresh_mode is RefreshModeChoice(mode)
+    with pytest.raises(LakeError, match="expected AUTO, INCREMENTAL or FULL"):
+        parse_statement("CREATE DYNAMIC TABLE d REFRESH_MODE = SOMETIMES AS SELECT x FROM t")
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -77,7 +89,10 @@ def test_the_other_statements(text: str, expected: object) -> None:
         ("CREATE DYNAMIC TABLE d AS", "expected SELECT"),
         ("CREATE DYNAMIC TABLE d REFRESH INTERVAL 1 WEEK AS SELECT 1", "SECOND, MINUTE, HOUR"),
         ("CREATE DYNAMIC TABLE d REFRESH INTERVAL 0 HOUR AS SELECT 1", "at least 1"),
-        ("CREATE DYNAMIC TABLE d LAG = 1 AS SELECT 1", "REFRESH INTERVAL, VCLUSTER, COMMENT or AS"),
+        (
+            "CREATE DYNAMIC TABLE d LAG = 1 AS SELECT 1",
+            "REFRESH INTERVAL, REFRESH_MODE, VCLUSTER, COMMENT or AS",
+        ),
         ("CREATE DYNAMIC TABLE d AS INSERT INTO t VALUES (1)", "must be defined by a SELECT"),
         ("CREATE DYNAMIC TABLE d (a, a) AS SELECT 1, 2", "appears twice"),
         ("CREATE OR REPLACE DYNAMIC TABLE IF NOT EXISTS d AS SELECT 1", "cannot be used together"),

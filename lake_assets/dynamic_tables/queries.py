@@ -1,0 +1,67 @@
+"""The SQL a dynamic table's plan needs: its query over other relations (sources as of a version,
+their changes), with the plan's hidden columns, and an aggregate's rows before grouping."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlglot import exp
+
+from lake_assets.core import names
+from lake_assets.dynamic_tables.plan import AGGREGATE, KEYED, ROWS, Plan, key_name
+from lake_assets.sql.binding import table_references
+
+
+def references(select: exp.Expr) -> list[exp.Table]:
+    """The table references of a query, in one fixed order (a CTE's name is not one)."""
+    return table_references(select)
+
+
+def rewrite(query: exp.Expr, relation: Callable[[int, str], str]) -> str:
+    """Spark SQL with reference i (of table `name`) read from the view `relation(i, name)`."""
+    copy = query.copy()
+    for index, table in enumerate(references(copy)):
+        name = table.name.lower()
+        if not table.alias:
+            table.set("alias", exp.TableAlias(this=exp.to_identifier(name)))
+        table.set("this", exp.to_identifier(relation(index, name)))
+        table.set("db", None)
+    return copy.sql(dialect="spark")
+
+
+def with_hidden(plan: Plan, query: exp.Expr) -> exp.Expr:
+    """The query with the hidden state columns appended (aggregates' state, keyed queries'
+    keys)."""
+    if not isinstance(query, exp.Select):
+        return query
+    if plan.shape == KEYED:
+        keys = [exp.alias_(key.copy(), key_name(index)) for index, key in plan.keys]
+        return query.copy().select(*keys, copy=False)
+    if plan.shape != AGGREGATE:
+        return query
+    select = query.copy()
+    extra = [exp.alias_(exp.Count(this=exp.Star()), ROWS)]
+    extra += [exp.alias_(agg, name) for a in plan.aggregates for name, agg in a.hidden()]
+    return select.select(*extra, copy=False)
+
+
+def key_column(position: int) -> str:
+    return names.hidden(f"k_{position}")
+
+
+def argument_column(position: int) -> str:
+    return names.hidden(f"a_{position}")
+
+
+def pre_aggregation(plan: Plan) -> exp.Select:
+    """The rows an aggregate reads: its keys and aggregate arguments, before grouping."""
+    select = plan.branches[0].copy()
+    columns = [exp.alias_(key.copy(), key_column(p)) for p, key in plan.keys]
+    columns += [
+        exp.alias_(a.argument.copy(), argument_column(a.position))
+        for a in plan.aggregates
+        if a.argument is not None
+    ]
+    select.set("expressions", columns)
+    select.set("group", None)
+    return select
