@@ -59,6 +59,7 @@ os.environ.setdefault(
 # Property tests: a few examples while developing, more in CI (CI=true), or as HYPOTHESIS_PROFILE.
 settings.register_profile("dev", max_examples=3)
 settings.register_profile("ci", max_examples=4)
+settings.register_profile("thorough", max_examples=50)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
