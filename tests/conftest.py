@@ -45,15 +45,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # of the JVMs' CPU and never paid back. C1 alone gets a 48 MB code cache, which a worker's driver
 # filled within minutes (thousands of generated query classes): its sweeper then took a quarter
 # of the JVM's CPU and new code ran interpreted, so the cache is sized as tiered compilation's.
+# The serial collector: three workers' JVMs share two cores, and G1's concurrent threads cost
+# more CPU than the pauses they save on heaps of small, short-lived objects (the driver's CPU over
+# rounds of small statements fell by 12 % in bench/jvm_options.py).
 # The run inherits these through LAKE_JVM_OPTIONS.
-os.environ.setdefault("LAKE_JVM_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=512m")
+os.environ.setdefault(
+    "LAKE_JVM_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=512m -XX:+UseSerialGC"
+)
 # Spark evaluates the tests' queries interpreted, as its own test suites can: generating and
 # compiling Java code for each query of a few rows cost more than it saved. The driver's CPU over
 # rounds of small statements fell by 29 % (bench/jvm_options.py with this LAKE_SPARK_CONF); the
-# results are Spark's either way. Subprocesses (`lake sql`, the daemon, Connect servers) inherit it.
+# results are Spark's either way. Plans are static and shuffles and Delta's state reconstruction
+# run one task each: on tables of a few rows, adaptive re-planning and more tasks only cost time
+# (another 9 % of the driver's CPU in bench/jvm_options.py). Subprocesses (`lake sql`, the
+# daemon, Connect servers) inherit it.
 os.environ.setdefault(
     "LAKE_SPARK_CONF",
-    "spark.sql.codegen.wholeStage=false,spark.sql.codegen.factoryMode=NO_CODEGEN",
+    "spark.sql.codegen.wholeStage=false,spark.sql.codegen.factoryMode=NO_CODEGEN,"
+    "spark.sql.adaptive.enabled=false,spark.sql.shuffle.partitions=1,"
+    "spark.databricks.delta.snapshotPartitions=1",
 )
 
 # Property tests: a few examples while developing, more in CI (CI=true), or as HYPOTHESIS_PROFILE.
