@@ -97,17 +97,24 @@ def aggregate_merge(
         same(f"g.{quote_name(key)}", f"o.{quote_name(_old_name(name))}", types[name])
         for key, name in keys.items()
     ]
-    joined = changes.join(old, on=F.expr(" AND ".join(matches)), how="left")
+    joined = changes.join(old, on=F.expr(" AND ".join(matches) or "TRUE"), how="left")
     columns = [field.name for field in schema.fields]
     state = _new_state(plan, joined, schema, visible, argument_types)
-    removed = state.filter((F.col(ROWS) == 0) & F.col(_EXISTED)).withColumn(OP, F.lit("D"))
-    updated = state.filter((F.col(ROWS) > 0) & ~F.col(_RECOMPUTE)).withColumn(OP, F.lit("U"))
-    to_recompute = state.filter((F.col(ROWS) > 0) & F.col(_RECOMPUTE))
+    rows = F.col(ROWS)
+    emptied, recompute = (rows == 0) & F.col(_EXISTED), (rows > 0) & F.col(_RECOMPUTE)
+    if not plan.keys:
+        # An aggregate without GROUP BY answers one row even of no rows (COUNT 0, SUM NULL):
+        # emptied, that row is recomputed rather than deleted.
+        emptied, recompute = F.lit(False), recompute | (rows == 0)
+    removed = state.filter(emptied).withColumn(OP, F.lit("D"))
+    updated = state.filter((rows > 0) & ~F.col(_RECOMPUTE)).withColumn(OP, F.lit("U"))
+    to_recompute = state.filter(recompute)
     recompute_keys = to_recompute.select(*[col(name).alias(key) for key, name in keys.items()])
     recompute_keys.createOrReplaceTempView(RECOMPUTE_KEYS)
     merge_columns = [*columns, OP]
     source = removed.select(*merge_columns).unionAll(updated.select(*merge_columns))
-    if _may_recompute(plan, argument_types) and not to_recompute.isEmpty():
+    may_recompute = not plan.keys or _may_recompute(plan, argument_types)
+    if may_recompute and not to_recompute.isEmpty():
         key_types = {position: types[visible[position]] for position, _ in plan.keys}
         recomputed = _recomputed_groups(spark, plan, query, reads, columns, key_types)
         source = source.unionAll(recomputed).localCheckpoint()
@@ -169,10 +176,10 @@ def _recomputed_groups(
     """The groups no fold could follow, from the query itself, reading only their own rows."""
     keys = [(key_column(position), key) for position, key in plan.keys]
     types = {key_column(position): key_type for position, key_type in key_types.items()}
-    sql = rewrite(
-        keys_restricted(with_hidden(plan, query), keys, RECOMPUTE_KEYS, types),
-        lambda _, table: view_or_self(reads, table, "new"),
-    )
+    restricted = with_hidden(plan, query)
+    if keys:
+        restricted = keys_restricted(restricted, keys, RECOMPUTE_KEYS, types)
+    sql = rewrite(restricted, lambda _, table: view_or_self(reads, table, "new"))
     return spark.sql(sql).toDF(*columns).withColumn(OP, F.lit("U"))
 
 

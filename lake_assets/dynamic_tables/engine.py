@@ -29,7 +29,7 @@ from lake_assets.dynamic_tables.grammar import (
     RefreshDynamicTable,
 )
 from lake_assets.dynamic_tables.incremental import register_sources
-from lake_assets.dynamic_tables.plan import AGGREGATE, classify, without_order
+from lake_assets.dynamic_tables.plan import AGGREGATE, classify, runnable
 from lake_assets.dynamic_tables.queries import rewrite, with_hidden
 from lake_assets.dynamic_tables.refresh import (
     refresh,
@@ -87,7 +87,7 @@ def create_dynamic_table(session: Context, stmt: CreateDynamicTable) -> Result:
     stored = {name: catalog.stored(name) for name in sources}
     # Checked now, before any Spark work, and again as the entry is written (below).
     _refuse_cycle(catalog.entries(DynamicTableEntry), stmt.name, sources)
-    query = without_order(stmt.query.expression)
+    query = runnable(stmt.query.expression)
     plan = classify(query)
     if stmt.refresh_mode is RefreshModeChoice.INCREMENTAL and plan.reason:
         raise LakeError(

@@ -9,6 +9,7 @@ from sqlglot import exp
 
 from lake_assets.core.results import Result
 from lake_assets.dynamic_tables.entry import RefreshModeChoice
+from lake_assets.dynamic_tables.keys import join_key
 from lake_assets.dynamic_tables.plan import (
     AVG,
     COUNT_DISTINCT,
@@ -19,7 +20,8 @@ from lake_assets.dynamic_tables.plan import (
     Plan,
     classify,
     notes,
-    without_order,
+    outer_join,
+    runnable,
 )
 from lake_assets.dynamic_tables.queries import references
 
@@ -27,6 +29,10 @@ COLUMNS = ["operator", "refresh"]
 _INDENT = "  "
 _SCAN = "reads its change data feed from the version the last refresh read to now"
 _JOIN = "Δ(A ⋈ B) = ΔA ⋈ B now + A as last read ⋈ ΔB"
+_BY_JOIN_KEY = (
+    "the rows of the join keys the changed source rows hold (each from its own column), "
+    "now less as last read"
+)
 _ROWWISE = "applied to the changed rows alone"
 _UNION = "each branch's changes, added up"
 _FOLDED = "folded into the group's hidden state"
@@ -46,7 +52,7 @@ _AGGREGATE_RULES = {
 
 def explain(query: exp.Expr, mode: RefreshModeChoice) -> Result:
     """The operator tree under a first row that says how the whole refreshes."""
-    kept = without_order(query)
+    kept = runnable(query)
     plan = classify(kept)
     if mode is RefreshModeChoice.FULL:
         head = "FULL: REFRESH_MODE = FULL"
@@ -90,7 +96,8 @@ def _select(select: exp.Select, plan: Plan, depth: int) -> Iterator[tuple[int, s
         yield depth, f"Recompute by key {keys}", _KEYED
         kinds = [label for clause, label in _KEYED_CLAUSES if select.args.get(clause)]
         kinds += ["windows"] if select.find(exp.Window) else []
-        yield depth + 1, " + ".join(kinds), "recomputed for the keys the change touches"
+        label = " + ".join(kinds) or "Project " + _columns(select)
+        yield depth + 1, label, "recomputed for the keys the change touches"
         depth += 1
     elif group is not None or plan.aggregates:
         keys = ", ".join(e.sql(dialect="spark") for e in group.expressions) if group else "()"
@@ -102,16 +109,29 @@ def _select(select: exp.Select, plan: Plan, depth: int) -> Iterator[tuple[int, s
                 rule += " (of floating-point values: the groups touched are recomputed)"
             yield depth + 1, f"agg {item}", rule
     else:
-        columns = ", ".join(e.sql(dialect="spark") for e in select.expressions)
-        yield depth, f"Project {columns[:80]}", _ROWWISE if plan.shape != KEYED else ""
+        yield depth, f"Project {_columns(select)}", _ROWWISE
     depth += 1
     where = select.args.get("where")
     if where is not None:
         yield depth, f"Filter {where.this.sql(dialect='spark')[:80]}", _ROWWISE
         depth += 1
     scans = references(select)
-    if len(scans) > 1:
+    joins = select.args.get("joins") or []
+    if any(map(outer_join, joins)):
+        kinds = [" ".join(filter(None, (j.side, j.kind))) or "INNER" for j in joins]
+        yield depth, f"{' + '.join(kinds)} JOIN on {join_key_text(select)}", _BY_JOIN_KEY
+        depth += 1
+    elif len(scans) > 1:
         yield depth, "Inner join", _JOIN
         depth += 1
     for table in scans:
         yield depth, f"Scan {table.name.lower()}", _SCAN
+
+
+def _columns(select: exp.Select) -> str:
+    return ", ".join(e.sql(dialect="spark") for e in select.expressions)[:80]
+
+
+def join_key_text(select: exp.Select) -> str:
+    key = join_key(select)
+    return key.expression.sql(dialect="spark") if key else "?"

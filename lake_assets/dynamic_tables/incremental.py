@@ -23,8 +23,9 @@ from sqlglot import exp
 from lake_assets.core.delta import delta_ref, quote_name
 from lake_assets.core.names import hidden
 from lake_assets.dynamic_tables import pruning
-from lake_assets.dynamic_tables.plan import Plan
-from lake_assets.dynamic_tables.queries import references, rewrite, with_hidden
+from lake_assets.dynamic_tables.keys import JoinKey, join_key
+from lake_assets.dynamic_tables.plan import Plan, outer_join
+from lake_assets.dynamic_tables.queries import keys_restricted, references, rewrite, with_hidden
 from lake_assets.sql.types import same
 
 MULT = hidden("mult")
@@ -156,7 +157,11 @@ def signed_rows(
     changed reference (the delta rule), not netted."""
     parts: list[DataFrame] = []
     registered: set[str] = set()
-    for branch in branches:
+    for index, branch in enumerate(branches):
+        key = join_key(branch) if any(map(outer_join, branch.args.get("joins") or [])) else None
+        if key is not None:
+            parts += _by_join_key(spark, branch, key, reads, names, registered, index)
+            continue
         refs = [table.name.lower() for table in references(branch)]
         for j, name in enumerate(refs):
             if not reads[name].changed:
@@ -174,6 +179,48 @@ def signed_rows(
                 frame = spark.sql(rewrite(branch, relation)).toDF(*names)
                 parts.append(frame.withColumn(MULT, F.lit(sign)))
     return reduce(DataFrame.unionAll, parts)
+
+
+def _by_join_key(
+    spark: SparkSession,
+    branch: exp.Select,
+    key: JoinKey,
+    reads: dict[str, SourceRead],
+    names: list[str],
+    registered: set[str],
+    index: int,
+) -> list[DataFrame]:
+    """Outer, semi and anti joins: the joined rows of one key value come from source rows of
+    that value alone, so the change is the branch's rows of the keys the changed rows hold,
+    now (+1) less as last read (-1)."""
+    column = hidden("join_key")
+    touched = []
+    for table in references(branch):
+        read = reads[table.name.lower()]
+        if read.changed:
+            own = key.columns[table.alias_or_name.lower()].copy()
+            for kind in ("pos", "neg"):
+                scan = exp.to_table(read.view(kind)).as_(table.alias_or_name)
+                touched.append(spark.sql(exp.select(own.as_(column)).from_(scan).sql("spark")))
+    keys = reduce(DataFrame.unionAll, touched).distinct().localCheckpoint()
+    view = hidden(f"join_keys_{index}")
+    keys.createOrReplaceTempView(view)
+    restricted = keys_restricted(
+        branch, [(column, key.expression)], view, {column: keys.schema.fields[0].dataType}
+    )
+
+    def before(_: int, name: str) -> str:
+        read = reads.get(name)
+        if read is not None and read.changed:
+            return _view_as_last_read(spark, read, registered)
+        return view_or_self(reads, name, "new")
+
+    now = spark.sql(rewrite(restricted, lambda _, name: view_or_self(reads, name, "new")))
+    then = spark.sql(rewrite(restricted, before))
+    return [
+        now.toDF(*names).withColumn(MULT, F.lit(1)),
+        then.toDF(*names).withColumn(MULT, F.lit(-1)),
+    ]
 
 
 def row_changes(

@@ -6,12 +6,9 @@ only rows that differ are written, so readers of the table see the net differenc
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
-import sqlglot
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, StructType
+from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from lake_assets.core import names
@@ -25,41 +22,9 @@ from lake_assets.dynamic_tables.incremental import (
     view_or_self,
 )
 from lake_assets.dynamic_tables.plan import Plan, key_name
-from lake_assets.dynamic_tables.queries import rewrite, with_hidden
-from lake_assets.sql.types import same
+from lake_assets.dynamic_tables.queries import keys_restricted, rewrite, with_hidden
 
 TOUCHED_KEYS = names.hidden("touched_keys")
-
-
-def keys_restricted(
-    query: exp.Expr,
-    keys: Sequence[tuple[str, exp.Expr]],
-    keys_view: str,
-    key_types: Mapping[str, DataType],
-) -> exp.Expr:
-    """The query limited to the rows whose keys (column of `keys_view`, expression over the
-    query's rows) `keys_view` lists, before any grouping or window; `key_types` say how each
-    key compares (a MAP through its sorted entries)."""
-    select = query.copy()
-    assert isinstance(select, exp.Select), "a keyed query is one SELECT"
-    alias = names.hidden("r")
-    matches = [
-        sqlglot.parse_one(
-            same(
-                exp.column(column, table=alias).sql(dialect="spark"),
-                key.sql(dialect="spark"),
-                key_types[column],
-            ),
-            dialect="spark",
-        )
-        for column, key in keys
-    ]
-    listed = exp.to_table(keys_view).as_(alias)
-    inner = exp.select("1").from_(listed).where(exp.and_(*matches))
-    # The keys to recompute are few: broadcast them rather than shuffle the sources.
-    broadcast = exp.Anonymous(this="BROADCAST", expressions=[exp.to_identifier(alias)])
-    inner.set("hint", exp.Hint(expressions=[broadcast]))
-    return select.where(exp.Exists(this=inner), copy=False)
 
 
 def key_rows(plan: Plan) -> exp.Select:

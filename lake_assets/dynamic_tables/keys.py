@@ -4,6 +4,8 @@ functions share. A change then touches only its rows' keys, and those are recomp
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sqlglot import exp
 
 
@@ -63,3 +65,93 @@ def _shared_partition(windows: list[exp.Window]) -> list[exp.Expr]:
     partitions = [window.args.get("partition_by") or [] for window in windows]
     common = set.intersection(*({_text(e) for e in partition} for partition in partitions))
     return [e.copy() for e in partitions[0] if _text(e) in common]
+
+
+@dataclass(frozen=True)
+class JoinKey:
+    """The key of a FROM whose joins may be outer, semi or anti: `expression` gives it from a
+    joined row, and `columns` give it from each table's own rows (by the table's alias)."""
+
+    expression: exp.Expr
+    columns: dict[str, exp.Column]
+
+
+def join_key(select: exp.Select) -> JoinKey | None:
+    """The key that equalities in the joins' ON and the WHERE hold equal across all the FROM's
+    tables, so that the joined rows of one key value come from source rows of that value only;
+    as an expression that is the key in every joined row: a column of a table no join extends
+    with NULLs, else COALESCE over the visible tables' columns. None when there is none."""
+    items = _from_items(select)
+    if items is None:
+        return None
+    extended, invisible = _null_extended(select, items)
+    for members in _equal_columns(select):
+        found: dict[str, exp.Column] = {}
+        for alias, name in sorted(members):
+            found.setdefault(alias, exp.column(name, table=alias))
+        if set(found) == set(items):
+            columns = {alias: found[alias] for alias in items}
+            present = [columns[a] for a in items if a not in extended | invisible]
+            visible = [columns[a].copy() for a in items if a not in invisible]
+            expression = (
+                present[0].copy()
+                if present
+                else exp.Coalesce(this=visible[0], expressions=visible[1:])
+            )
+            return JoinKey(expression, columns)
+    return None
+
+
+def _from_items(select: exp.Select) -> list[str] | None:
+    """The FROM's tables by alias, in order; None unless every item is a distinct table."""
+    from_ = select.args.get("from_") or select.args.get("from")
+    if from_ is None:
+        return None
+    relations = [from_.this, *(join.this for join in select.args.get("joins") or [])]
+    if not all(isinstance(relation, exp.Table) for relation in relations):
+        return None
+    aliases = [relation.alias_or_name.lower() for relation in relations]
+    return aliases if len(set(aliases)) == len(aliases) else None
+
+
+def _equal_columns(select: exp.Select) -> list[set[tuple[str, str]]]:
+    """Classes of qualified columns that a join's ON or the WHERE holds equal (`a.x = b.y`
+    conjuncts): a joined row has equal values in each class."""
+    parent: dict[tuple[str, str], tuple[str, str]] = {}
+
+    def root(node: tuple[str, str]) -> tuple[str, str]:
+        while parent.setdefault(node, node) != node:
+            node = parent[node]
+        return node
+
+    where = select.args.get("where")
+    conditions = [join.args.get("on") for join in select.args.get("joins") or []]
+    for condition in [*conditions, where.this if where is not None else None]:
+        conjuncts = condition.flatten() if isinstance(condition, exp.And) else [condition]
+        for conjunct in conjuncts:
+            if not isinstance(conjunct, exp.EQ):
+                continue
+            sides = [conjunct.this, conjunct.expression]
+            if all(isinstance(side, exp.Column) and side.table for side in sides):
+                left, right = ((side.table.lower(), side.name.lower()) for side in sides)
+                parent[root(left)] = root(right)
+    classes: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for node in list(parent):
+        classes.setdefault(root(node), set()).add(node)
+    return list(classes.values())
+
+
+def _null_extended(select: exp.Select, items: list[str]) -> tuple[set[str], set[str]]:
+    """The tables an outer join may extend with NULLs, and those a semi or anti join only
+    tests (their columns are not in the result)."""
+    extended: set[str] = set()
+    invisible: set[str] = set()
+    for position, join in enumerate(select.args.get("joins") or [], start=1):
+        side, kind = (join.side or "").upper(), (join.kind or "").upper()
+        if kind in ("SEMI", "ANTI"):
+            invisible.add(items[position])
+        elif side in ("LEFT", "FULL"):
+            extended.add(items[position])
+        if side in ("RIGHT", "FULL") and kind not in ("SEMI", "ANTI"):
+            extended.update(items[:position])
+    return extended, invisible

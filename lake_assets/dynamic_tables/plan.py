@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from lake_assets.core import names
-from lake_assets.dynamic_tables.keys import key_of
+from lake_assets.dynamic_tables.keys import join_key, key_of
+from lake_assets.dynamic_tables.subqueries import decorrelated
 
 PROJECTION, AGGREGATE, KEYED = "PROJECTION", "AGGREGATE", "KEYED"
 COUNT_STAR, COUNT, COUNT_DISTINCT, SUM, AVG, MIN, MAX = (
@@ -115,14 +116,20 @@ def without_order(query: exp.Expr) -> exp.Expr:
     return query
 
 
+def runnable(query: exp.Expr) -> exp.Expr:
+    """The query a dynamic table runs: without an ORDER BY that only sorts, and with the
+    subqueries of its WHERE that are semi or anti joins written as joins."""
+    return decorrelated(without_order(query))
+
+
 def notes(query: exp.Expr) -> tuple[str, ...]:
     """What a dynamic table does with its definition that its text does not say."""
     return (ORDER_IGNORED,) if _only_sorts(query) else ()
 
 
 def classify(query: exp.Expr) -> Plan:
-    """The incremental plan of a query (without its ORDER BY), or a FULL plan that says why."""
-    query = without_order(query)
+    """The incremental plan of a query as it runs (see runnable), or a FULL plan that says why."""
+    query = runnable(query)
     if query.args.get("with_") or query.args.get("with"):
         return _full("WITH clauses are refreshed in full")
     if isinstance(query, exp.Union):
@@ -217,25 +224,37 @@ def _non_deterministic_problem(select: exp.Select) -> str | None:
 def _subquery_problem(select: exp.Select) -> str | None:
     """Only the outer SELECT's sources are read from their change feeds."""
     if any(inner is not select for inner in select.find_all(exp.Select)):
-        return "subqueries are refreshed in full"
+        return (
+            "subqueries are refreshed in full, except [NOT] EXISTS and IN (SELECT …) over one "
+            "table with qualified columns, ANDed in WHERE (they become semi and anti joins)"
+        )
     return None
 
 
 def _from_problem(select: exp.Select) -> str | None:
-    """Only inner joins of plain tables have changes made of their sources' changes."""
+    """Inner joins of plain tables change by the delta rule; outer, semi and anti joins by
+    their join key (see incremental.signed_rows), so every table must be equal on one."""
     from_ = select.args.get("from_") or select.args.get("from")
     if from_ is None:
         return "a query without FROM is refreshed in full"
     joins = select.args.get("joins") or []
-    for join in joins:
-        if join.side or join.kind not in ("", "INNER", "CROSS"):
-            kind = " ".join(part for part in (join.side, join.kind) if part)
-            return f"{kind} JOIN is refreshed in full (only inner joins are incremental)"
     for relation in [from_.this, *(join.this for join in joins)]:
         problem = _relation_problem(relation)
         if problem:
             return problem
+    outer = [join for join in joins if outer_join(join)]
+    if outer and join_key(select) is None:
+        kind = " ".join(part for part in (outer[0].side, outer[0].kind) if part)
+        return (
+            f"{kind} JOIN is refreshed in full unless equalities in the joins' ON (or the "
+            "WHERE) join every table on one key"
+        )
     return None
+
+
+def outer_join(join: exp.Join) -> bool:
+    """Outer, semi and anti joins: a joined row's presence depends on other rows."""
+    return bool(join.side) or join.kind not in ("", "INNER", "CROSS")
 
 
 def _relation_problem(relation: exp.Expr) -> str | None:
@@ -275,6 +294,10 @@ def _aggregate_plan(select: exp.Select) -> Plan:
     if isinstance(select_list, str):
         return _full(select_list)
     keys, aggregates = select_list
+    if group is None:
+        if keys:
+            return _full("an aggregate without GROUP BY selects only aggregates")
+        return Plan(AGGREGATE, None, (select,), (), tuple(aggregates))
     problem = _group_by_problem(select, items, keys)
     if problem:
         return _full(problem)
@@ -283,8 +306,10 @@ def _aggregate_plan(select: exp.Select) -> Plan:
 
 def _grouping_problem(group: exp.Group | None) -> str | None:
     """Every result row must be one group, so that a changed row touches its own group only."""
-    if group is None or not group.expressions:
-        return "an aggregate without GROUP BY is refreshed in full"
+    if group is None:
+        return None
+    if not group.expressions:
+        return "GROUP BY () is refreshed in full"
     if any(group.args.get(key) for key in ("rollup", "cube", "grouping_sets", "totals")):
         return "ROLLUP, CUBE and GROUPING SETS are refreshed in full"
     return None

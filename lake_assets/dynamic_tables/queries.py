@@ -3,13 +3,16 @@ their changes), with the plan's hidden columns, and an aggregate's rows before g
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
+import sqlglot
+from pyspark.sql.types import DataType
 from sqlglot import exp
 
 from lake_assets.core import names
 from lake_assets.dynamic_tables.plan import AGGREGATE, KEYED, ROWS, Plan, key_name
 from lake_assets.sql.binding import table_references
+from lake_assets.sql.types import same
 
 
 def references(select: exp.Expr) -> list[exp.Table]:
@@ -65,3 +68,34 @@ def pre_aggregation(plan: Plan) -> exp.Select:
     select.set("expressions", columns)
     select.set("group", None)
     return select
+
+
+def keys_restricted(
+    query: exp.Expr,
+    keys: Sequence[tuple[str, exp.Expr]],
+    keys_view: str,
+    key_types: Mapping[str, DataType],
+) -> exp.Expr:
+    """The query limited to the rows whose keys (column of `keys_view`, expression over the
+    query's rows) `keys_view` lists, before any grouping or window; `key_types` say how each
+    key compares (a MAP through its sorted entries)."""
+    select = query.copy()
+    assert isinstance(select, exp.Select), "a keyed query is one SELECT"
+    alias = names.hidden("r")
+    matches = [
+        sqlglot.parse_one(
+            same(
+                exp.column(column, table=alias).sql(dialect="spark"),
+                key.sql(dialect="spark"),
+                key_types[column],
+            ),
+            dialect="spark",
+        )
+        for column, key in keys
+    ]
+    listed = exp.to_table(keys_view).as_(alias)
+    inner = exp.select("1").from_(listed).where(exp.and_(*matches))
+    # The keys to recompute are few: broadcast them rather than shuffle the sources.
+    broadcast = exp.Anonymous(this="BROADCAST", expressions=[exp.to_identifier(alias)])
+    inner.set("hint", exp.Hint(expressions=[broadcast]))
+    return select.where(exp.Exists(this=inner), copy=False)

@@ -47,7 +47,7 @@ from lake_assets.dynamic_tables.incremental import (
 )
 from lake_assets.dynamic_tables.incremental import row_changes as result_changes
 from lake_assets.dynamic_tables.keyed import keyed_changes
-from lake_assets.dynamic_tables.plan import AGGREGATE, KEYED, Plan, classify, without_order
+from lake_assets.dynamic_tables.plan import AGGREGATE, KEYED, Plan, classify, runnable
 from lake_assets.dynamic_tables.refreshes import (
     REFRESH_MARKER,
     REFRESHES,
@@ -84,6 +84,8 @@ class RefreshOutcome:
     duration: float = 0.0
     version: int | None = None
     error: str | None = None
+    # Where the time went, in seconds: see Phases.
+    phases: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> str:
         if self.state != RefreshState.SUCCEED:
@@ -108,8 +110,8 @@ def definition_of(entry: DynamicTableEntry) -> exp.Expr:
 
 
 def query_of(entry: DynamicTableEntry) -> exp.Expr:
-    """The query a refresh runs: the definition without an ORDER BY that only sorts."""
-    return without_order(definition_of(entry))
+    """The query a refresh runs (see plan.runnable)."""
+    return runnable(definition_of(entry))
 
 
 def plan_of(entry: DynamicTableEntry) -> Plan:
@@ -202,6 +204,7 @@ def _refresh(
     clock: float,
     full: bool,
 ) -> RefreshOutcome:
+    phases = Phases()
     previous, fence = _reconcile(spark, catalog, entry)
     dt_version = fence.version
     entry = catalog.get(DynamicTableEntry, entry.name)
@@ -229,7 +232,8 @@ def _refresh(
             start, now_utc(), time.monotonic() - clock, versions, 0, 0,
         )  # fmt: skip
         REFRESHES.record(catalog, record)
-        return _outcome(record)
+        phases.end("plan")
+        return _outcome(record, phases)
     reason = why_full(spark, catalog, entry, plan, reads, previous is None, enabled, full)
     metadata = new_record(
         REFRESH_MARKER,
@@ -237,7 +241,8 @@ def _refresh(
         start=start,
         sources={read.name: [read.location, read.version] for read in reads},
     )
-    job = _Write(spark, entry, plan, query_of(entry), reads, fence, metadata)
+    job = _Write(spark, entry, plan, query_of(entry), reads, fence, metadata, phases)
+    phases.end("plan")
     commit = None
     if reason is None:
         try:
@@ -257,10 +262,26 @@ def _refresh(
     REFRESHES.record(catalog, record)
     rows_after = rows_before + (record.rows_inserted or 0) - (record.rows_deleted or 0)
     catalog.record_table_state(entry, commit.version, rows_after)
-    return _outcome(record)
+    phases.end("record")
+    return _outcome(record, phases)
 
 
-def _outcome(record: RefreshRecord) -> RefreshOutcome:
+class Phases:
+    """A refresh's time by phase: `plan` (its last record, the plan, the sources' versions),
+    `changes` (reading the change feeds and computing the table's change), `commit` (writing it:
+    a MERGE reads the change and the files it rewrites) and `record` (the history and catalog)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._mark = time.monotonic()
+
+    def end(self, phase: str) -> None:
+        now = time.monotonic()
+        self.seconds[phase] = round(self.seconds.get(phase, 0.0) + now - self._mark, 3)
+        self._mark = now
+
+
+def _outcome(record: RefreshRecord, phases: Phases | None = None) -> RefreshOutcome:
     return RefreshOutcome(
         record.name,
         record.state,
@@ -273,6 +294,7 @@ def _outcome(record: RefreshRecord) -> RefreshOutcome:
         record.duration,
         record.dt_version,
         record.error_message,
+        phases.seconds if phases else {},
     )
 
 
@@ -288,6 +310,7 @@ class _Write:
     reads: list[SourceRead]
     fence: Fence
     metadata: dict[str, Any]
+    phases: Phases
 
     @property
     def dt_version(self) -> int:
@@ -303,8 +326,11 @@ class _Write:
                 failpoints.reached(REFRESH_BEFORE_COMMIT)
                 write()
 
+        self.phases.end("changes")
+
         location = self.entry.location
         commit = fenced_write(self.spark, location, self.metadata, self.fence, fenced)
+        self.phases.end("commit")
         if commit is None:
             raise LakeError(
                 f"another refresh of dynamic table {self.entry.name} committed at the same "

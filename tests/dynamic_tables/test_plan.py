@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import sqlglot
 
+from lake_assets.dynamic_tables.keys import join_key
 from lake_assets.dynamic_tables.plan import AGGREGATE, KEYED, PROJECTION, ROWS, classify
 
 
@@ -27,6 +28,7 @@ def plan(sql: str):
         ("SELECT u.x, COUNT(*) AS n FROM t JOIN u ON t.k = u.k GROUP BY u.x", AGGREGATE),
         ("SELECT a, b FROM t ORDER BY b DESC", PROJECTION),  # a table has no order
         ("SELECT a, COUNT(*) AS n FROM t GROUP BY a ORDER BY n", AGGREGATE),
+        ("SELECT COUNT(*) AS n, SUM(b) AS s, MAX(c) AS m FROM t WHERE a > 1", AGGREGATE),
     ],
 )
 def test_incremental_shapes(sql: str, shape: str) -> None:
@@ -39,9 +41,9 @@ def test_incremental_shapes(sql: str, shape: str) -> None:
     [
         ("SELECT a, ROW_NUMBER() OVER (ORDER BY b) AS r FROM t", "window functions"),
         ("SELECT a, RANK() OVER (PARTITION BY a ORDER BY b), SUM(b) OVER () FROM t", "window"),
-        ("SELECT t.a FROM t LEFT JOIN u ON t.k = u.k", "LEFT JOIN is refreshed in full"),
-        ("SELECT t.a FROM t FULL OUTER JOIN u ON t.k = u.k", "FULL OUTER JOIN"),
-        ("SELECT t.a FROM t LEFT ANTI JOIN u ON t.k = u.k", "ANTI JOIN"),
+        ("SELECT t.a FROM t LEFT JOIN u ON t.a > u.k", "LEFT JOIN is refreshed in full unless"),
+        ("SELECT t.a FROM t LEFT JOIN u ON t.k = u.k LEFT JOIN v ON u.x = v.x", "LEFT JOIN"),
+        ("SELECT t.a FROM t FULL JOIN u ON t.k = u.k OR t.a = u.a", "FULL JOIN is"),
         ("SELECT a, rand() AS r FROM t", "non-deterministic function RAND()"),
         ("SELECT a, current_timestamp() AS ts FROM t", "non-deterministic"),
         ("SELECT a FROM t LIMIT 5", "LIMIT"),
@@ -53,7 +55,7 @@ def test_incremental_shapes(sql: str, shape: str) -> None:
         ("SELECT a FROM t WHERE a IN (SELECT a FROM u)", "subqueries"),
         ("SELECT a FROM (SELECT a FROM t) s", "subqueries"),
         ("WITH s AS (SELECT a FROM t) SELECT a FROM s", "WITH clauses"),
-        ("SELECT COUNT(*) AS n FROM t", "without GROUP BY"),
+        ("SELECT 1 AS one, COUNT(*) AS n FROM t", "without GROUP BY selects only aggregates"),
         ("SELECT a, COUNT(*) AS n FROM t GROUP BY a HAVING COUNT(*) > (SELECT 1)", "HAVING"),
         ("SELECT a, COUNT(*) AS n, rand() AS r FROM t GROUP BY a", "non-deterministic"),
         ("SELECT a, COUNT(*) AS n FROM t GROUP BY ROLLUP (a)", "ROLLUP"),
@@ -94,6 +96,65 @@ def test_keyed_shapes_recompute_by_their_key(sql: str, keys: list[str]) -> None:
     assert (found.shape, found.reason) == (KEYED, None)
     assert [key.sql(dialect="spark") for _, key in found.keys] == keys
     assert found.hidden == tuple(f"__lake_key_{i}" for i in range(len(keys)))
+
+
+@pytest.mark.parametrize(
+    ("sql", "shape", "key", "columns"),
+    [
+        ("SELECT t.a, u.b FROM t LEFT JOIN u ON t.k = u.k", PROJECTION, "t.k", ["t.k", "u.k"]),
+        (
+            "SELECT t.a, u.b FROM t RIGHT JOIN u ON u.k = t.k AND t.a > 1",
+            PROJECTION,
+            "u.k",
+            ["t.k", "u.k"],
+        ),
+        (
+            "SELECT t.a FROM t FULL JOIN u ON t.k = u.k",
+            PROJECTION,
+            "COALESCE(t.k, u.k)",
+            ["t.k", "u.k"],
+        ),
+        ("SELECT a FROM t LEFT ANTI JOIN u ON t.k = u.k", PROJECTION, "t.k", ["t.k", "u.k"]),
+        (
+            "SELECT u.x, COUNT(*) AS n FROM t LEFT JOIN u ON t.k = u.k GROUP BY u.x",
+            AGGREGATE,
+            "t.k",
+            ["t.k", "u.k"],
+        ),
+        (
+            "SELECT x.k, MAX_BY(y.b, y.a) AS b FROM t x LEFT JOIN t y ON x.k = y.k "
+            "JOIN u ON u.k = y.k GROUP BY x.k",
+            KEYED,
+            "x.k",
+            ["x.k", "y.k", "u.k"],
+        ),
+        (
+            "SELECT t.a FROM t WHERE t.b > 0 AND EXISTS (SELECT 1 FROM u WHERE u.k = t.k) "
+            "AND NOT EXISTS (SELECT * FROM v WHERE v.k = t.k AND v.x IS NULL)",
+            PROJECTION,
+            "t.k",
+            ["t.k", "u.k", "v.k"],
+        ),
+        (
+            "SELECT t.k, COUNT(*) AS n FROM t, w WHERE t.k = w.k "
+            "AND t.k IN (SELECT u.k FROM u WHERE u.x > 1) GROUP BY t.k",
+            AGGREGATE,
+            "t.k",
+            ["t.k", "w.k", "u.k"],
+        ),
+    ],
+)
+def test_outer_semi_and_anti_joins_change_by_their_join_key(
+    sql: str, shape: str, key: str, columns: list[str]
+) -> None:
+    """Each source gives the join keys its changed rows touch from its own column; the rows of
+    those keys are recomputed, and the query above (any shape) takes their change."""
+    found = plan(sql)
+    assert (found.shape, found.reason) == (shape, None)
+    joined = join_key(found.branches[0])
+    assert joined is not None
+    assert joined.expression.sql(dialect="spark") == key
+    assert [c.sql(dialect="spark") for c in joined.columns.values()] == columns
 
 
 def test_aggregates_keep_hidden_state_columns() -> None:

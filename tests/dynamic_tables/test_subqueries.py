@@ -1,0 +1,55 @@
+"""Which subqueries a dynamic table runs as semi and anti joins, and which it leaves as written."""
+
+from __future__ import annotations
+
+import pytest
+import sqlglot
+
+from lake_assets.dynamic_tables.subqueries import decorrelated
+
+
+def rewritten(sql: str) -> str:
+    return decorrelated(sqlglot.parse_one(sql, read="spark")).sql(dialect="spark")
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        (
+            "SELECT s.id FROM src s WHERE s.qty > 0 AND EXISTS "
+            "(SELECT 1 FROM dim d WHERE d.cat = s.cat AND d.weight > 1)",
+            "SELECT s.id FROM src AS s LEFT SEMI JOIN dim AS d ON d.cat = s.cat AND d.weight > 1 "
+            "WHERE s.qty > 0",
+        ),
+        (
+            "SELECT s.id FROM src s WHERE NOT EXISTS (SELECT * FROM dim WHERE dim.cat = s.cat)",
+            "SELECT s.id FROM src AS s LEFT ANTI JOIN dim AS dim ON dim.cat = s.cat",
+        ),
+        (
+            "SELECT s.id FROM src s WHERE s.cat IN (SELECT d.cat FROM dim d WHERE d.weight > 1)",
+            "SELECT s.id FROM src AS s LEFT SEMI JOIN dim AS d ON s.cat = d.cat AND d.weight > 1",
+        ),
+        (  # a comma join would bind the semi join to its last table alone
+            "SELECT a.x FROM a, b WHERE a.k = b.k AND EXISTS (SELECT 1 FROM d WHERE d.k = a.k)",
+            "SELECT a.x FROM a CROSS JOIN b LEFT SEMI JOIN d AS d ON d.k = a.k WHERE a.k = b.k",
+        ),
+    ],
+)
+def test_exists_and_in_become_semi_and_anti_joins(sql: str, expected: str) -> None:
+    assert rewritten(sql) == expected
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT s.id FROM src s WHERE s.cat NOT IN (SELECT d.cat FROM dim d)",  # NULLs
+        "SELECT s.id FROM src s WHERE EXISTS (SELECT 1 FROM dim d WHERE cat = s.cat)",
+        "SELECT s.id FROM src s WHERE EXISTS (SELECT 1 FROM dim d WHERE d.cat = s.cat LIMIT 1)",
+        "SELECT s.id FROM src s WHERE s.a > 1 OR EXISTS (SELECT 1 FROM d WHERE d.k = s.k)",
+        "SELECT s.id FROM src s WHERE EXISTS (SELECT 1 FROM src s WHERE s.k = 1)",  # shadows
+        "SELECT s.id FROM src s WHERE EXISTS (SELECT 1 FROM d JOIN e ON d.k = e.k)",
+        "SELECT s.id FROM src s WHERE s.k IN (SELECT MAX(d.k) FROM d)",
+    ],
+)
+def test_other_subqueries_stay_as_written(sql: str) -> None:
+    assert rewritten(sql) == sqlglot.parse_one(sql, read="spark").sql(dialect="spark")
