@@ -10,8 +10,9 @@ from lake_assets.dynamic_tables.entry import DynamicTableEntry, RefreshModeChoic
 from lake_assets.dynamic_tables.explaining import explain
 from lake_assets.dynamic_tables.grammar import ExplainDynamicTable, ShowRefreshHistory
 from lake_assets.dynamic_tables.plan import notes
-from lake_assets.dynamic_tables.refresh import definition_of, plan_of
+from lake_assets.dynamic_tables.refresh import definition_of, plan_of, source_columns
 from lake_assets.dynamic_tables.refreshes import REFRESHES, RefreshMode, RefreshRecord
+from lake_assets.sql.binding import referenced_tables
 from lake_assets.sql.statements import DescribeObject
 from lake_assets.tables.entry import TableEntry
 
@@ -69,7 +70,7 @@ def _interval_text(seconds: int | None) -> str | None:
 def next_mode(catalog: Catalog, entry: DynamicTableEntry) -> tuple[str, str | None]:
     """The mode the next refresh that finds changes will use, and why when it is FULL (AUTO
     decides on the changes it finds, so an AUTO table reads INCREMENTAL here)."""
-    plan = plan_of(entry)
+    plan = plan_of(entry, catalog)
     if plan.reason:
         return RefreshMode.FULL, plan.reason
     if entry.refresh_mode is RefreshModeChoice.FULL:
@@ -142,7 +143,11 @@ def show_refresh_history(session: Context, stmt: ShowRefreshHistory) -> Result:
 
 def explain_dynamic_table(session: Context, stmt: ExplainDynamicTable) -> Result:
     """EXPLAIN reads the catalog and the query only: nothing runs and nothing is created."""
+    catalog = session.catalog
     if stmt.create is not None:
-        return explain(stmt.create.query.expression, stmt.create.refresh_mode)
-    entry = session.catalog.get(DynamicTableEntry, stmt.name)
-    return explain(definition_of(entry), entry.refresh_mode)
+        query = stmt.create.query.expression
+        sources = referenced_tables(query)
+        return explain(query, stmt.create.refresh_mode, source_columns(catalog, sources))
+    entry = catalog.get(DynamicTableEntry, stmt.name)
+    columns = source_columns(catalog, entry.sources)
+    return explain(definition_of(entry), entry.refresh_mode, columns)

@@ -87,7 +87,10 @@ def create_dynamic_table(session: Context, stmt: CreateDynamicTable) -> Result:
     stored = {name: catalog.stored(name) for name in sources}
     # Checked now, before any Spark work, and again as the entry is written (below).
     _refuse_cycle(catalog.entries(DynamicTableEntry), stmt.name, sources)
-    query = runnable(stmt.query.expression)
+    query = runnable(
+        stmt.query.expression,
+        {name: [c.name for c in relation.columns] for name, relation in stored.items()},
+    )
     plan = classify(query)
     if stmt.refresh_mode is RefreshModeChoice.INCREMENTAL and plan.reason:
         raise LakeError(

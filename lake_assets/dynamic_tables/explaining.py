@@ -3,7 +3,7 @@ tree, each with how a refresh maintains it, or what makes the query refresh FULL
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Mapping
 
 from sqlglot import exp
 
@@ -50,9 +50,12 @@ _AGGREGATE_RULES = {
 }
 
 
-def explain(query: exp.Expr, mode: RefreshModeChoice) -> Result:
-    """The operator tree under a first row that says how the whole refreshes."""
-    kept = runnable(query)
+def explain(
+    query: exp.Expr, mode: RefreshModeChoice, columns: Mapping[str, Collection[str]]
+) -> Result:
+    """The operator tree under a first row that says how the whole refreshes (`columns`: the
+    sources' columns by table name, which qualify the query's)."""
+    kept = runnable(query, columns)
     plan = classify(kept)
     if mode is RefreshModeChoice.FULL:
         head = "FULL: REFRESH_MODE = FULL"

@@ -6,14 +6,14 @@ MIN and MAX. Anything else is refreshed FULL, and the plan says why."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from sqlglot import exp
 
 from lake_assets.core import names
 from lake_assets.dynamic_tables.keys import join_key, key_of
-from lake_assets.dynamic_tables.subqueries import decorrelated
+from lake_assets.dynamic_tables.subqueries import decorrelated, qualified
 
 PROJECTION, AGGREGATE, KEYED = "PROJECTION", "AGGREGATE", "KEYED"
 COUNT_STAR, COUNT, COUNT_DISTINCT, SUM, AVG, MIN, MAX = (
@@ -116,10 +116,11 @@ def without_order(query: exp.Expr) -> exp.Expr:
     return query
 
 
-def runnable(query: exp.Expr) -> exp.Expr:
-    """The query a dynamic table runs: without an ORDER BY that only sorts, and with the
+def runnable(query: exp.Expr, columns: Mapping[str, Collection[str]] | None = None) -> exp.Expr:
+    """The query a dynamic table runs: without an ORDER BY that only sorts, its conditions'
+    columns qualified by their tables (`columns`: the sources' columns by table name), and the
     subqueries of its WHERE that are semi or anti joins written as joins."""
-    return decorrelated(without_order(query))
+    return decorrelated(qualified(without_order(query), columns or {}))
 
 
 def notes(query: exp.Expr) -> tuple[str, ...]:
@@ -127,9 +128,9 @@ def notes(query: exp.Expr) -> tuple[str, ...]:
     return (ORDER_IGNORED,) if _only_sorts(query) else ()
 
 
-def classify(query: exp.Expr) -> Plan:
+def classify(query: exp.Expr, columns: Mapping[str, Collection[str]] | None = None) -> Plan:
     """The incremental plan of a query as it runs (see runnable), or a FULL plan that says why."""
-    query = runnable(query)
+    query = runnable(query, columns)
     if query.args.get("with_") or query.args.get("with"):
         return _full("WITH clauses are refreshed in full")
     if isinstance(query, exp.Union):
@@ -226,7 +227,7 @@ def _subquery_problem(select: exp.Select) -> str | None:
     if any(inner is not select for inner in select.find_all(exp.Select)):
         return (
             "subqueries are refreshed in full, except [NOT] EXISTS and IN (SELECT …) over one "
-            "table with qualified columns, ANDed in WHERE (they become semi and anti joins)"
+            "table, ANDed in WHERE, whose columns name one table each (semi and anti joins)"
         )
     return None
 

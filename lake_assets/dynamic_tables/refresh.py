@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -109,13 +109,23 @@ def definition_of(entry: DynamicTableEntry) -> exp.Expr:
     return statement.expression
 
 
-def query_of(entry: DynamicTableEntry) -> exp.Expr:
+def source_columns(catalog: Catalog, sources: Iterable[str]) -> dict[str, list[str]]:
+    """The columns of each source the catalog knows, by name (they qualify the query's)."""
+    relations = {name: catalog.find_relation(name) for name in sources}
+    return {
+        name: [c.name for c in relation.columns]
+        for name, relation in relations.items()
+        if isinstance(relation, StoredRelation)
+    }
+
+
+def query_of(entry: DynamicTableEntry, catalog: Catalog) -> exp.Expr:
     """The query a refresh runs (see plan.runnable)."""
-    return runnable(definition_of(entry))
+    return runnable(definition_of(entry), source_columns(catalog, entry.sources))
 
 
-def plan_of(entry: DynamicTableEntry) -> Plan:
-    return classify(query_of(entry))
+def plan_of(entry: DynamicTableEntry, catalog: Catalog) -> Plan:
+    return classify(query_of(entry, catalog))
 
 
 def record_skipped(
@@ -213,7 +223,7 @@ def _refresh(
         if entry.version == dt_version and entry.row_count is not None
         else row_count(spark, entry.location, dt_version)
     )
-    plan = plan_of(entry)
+    plan = plan_of(entry, catalog)
     enabled = []
     for name in entry.sources:
         relation = catalog.relation(name)
@@ -241,7 +251,7 @@ def _refresh(
         start=start,
         sources={read.name: [read.location, read.version] for read in reads},
     )
-    job = _Write(spark, entry, plan, query_of(entry), reads, fence, metadata, phases)
+    job = _Write(spark, entry, plan, query_of(entry, catalog), reads, fence, metadata, phases)
     phases.end("plan")
     commit = None
     if reason is None:

@@ -10,13 +10,55 @@ true, which no key-by-key join can follow."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Mapping
 
 from sqlglot import exp
 
 # The parts a subquery may have to become a join: any other (GROUP BY, LIMIT, …) changes which
 # rows match once its WHERE is the join's condition.
 _PLAIN = frozenset({"expressions", "from_", "from", "where", "distinct"})
+
+
+def qualified(query: exp.Expr, columns: Mapping[str, Collection[str]]) -> exp.Expr:
+    """`query` with the unqualified columns of its join conditions and WHERE, subqueries there
+    included, named by the table in scope that has them (a subquery's own first, as Spark
+    resolves them); `columns` are the sources' columns by table name. A name no table or
+    several tables in scope have is left as written."""
+    if not isinstance(query, exp.Select) or not columns:
+        return query
+    select = query.copy()
+    outer = _scope(select, columns)
+    conditions = [join.args.get("on") for join in select.args.get("joins") or []]
+    conditions.append(select.args.get("where"))
+    for condition in filter(None, conditions):
+        for column in list(condition.find_all(exp.Column)):
+            enclosing = column.find_ancestor(exp.Select)
+            scopes = [outer] if enclosing is select else [_scope(enclosing, columns), outer]
+            _qualify(column, scopes)
+    return select
+
+
+def _scope(select: exp.Select, columns: Mapping[str, Collection[str]]) -> dict[str, set[str]]:
+    """The columns of each table a SELECT reads directly, by the table's alias."""
+    from_ = select.args.get("from_") or select.args.get("from")
+    items = [from_.this] if from_ is not None else []
+    items += [join.this for join in select.args.get("joins") or []]
+    return {
+        item.alias_or_name.lower(): {c.lower() for c in columns.get(item.name.lower(), ())}
+        for item in items
+        if isinstance(item, exp.Table)
+    }
+
+
+def _qualify(column: exp.Column, scopes: list[dict[str, set[str]]]) -> None:
+    if column.table or not isinstance(column.this, exp.Identifier):
+        return
+    for scope in scopes:
+        owners = [alias for alias, names in scope.items() if column.name.lower() in names]
+        if len(owners) == 1:
+            column.set("table", exp.to_identifier(owners[0]))
+        if owners:
+            return
 
 
 def decorrelated(query: exp.Expr) -> exp.Expr:
@@ -76,7 +118,7 @@ def _join(query: exp.Expr, left: exp.Expr | None, outer: set[str], kind: str) ->
         return None
     from_ = query.args.get("from_") or query.args.get("from")
     table = from_.this if from_ is not None else None
-    if not isinstance(table, exp.Table) or table.alias_or_name.lower() in outer:
+    if not isinstance(table, exp.Table):
         return None
     if any(inner is not query for inner in query.find_all(exp.Query)):
         return None
@@ -84,6 +126,7 @@ def _join(query: exp.Expr, left: exp.Expr | None, outer: set[str], kind: str) ->
         return None  # an aggregate answers one row whatever matches
     if any(not column.table for column in query.find_all(exp.Column)):
         return None
+    query, table = _renamed(query, table, outer)
     conditions = []
     if left is not None:
         if len(query.expressions) != 1:
@@ -98,3 +141,22 @@ def _join(query: exp.Expr, left: exp.Expr | None, outer: set[str], kind: str) ->
     if not scan.alias:
         scan.set("alias", exp.TableAlias(this=exp.to_identifier(table.name)))
     return exp.Join(this=scan, on=exp.and_(*conditions), side="LEFT", kind=kind)
+
+
+def _renamed(query: exp.Select, table: exp.Table, outer: set[str]) -> tuple[exp.Select, exp.Table]:
+    """The subquery with its table under an alias the outer query does not use (inside the
+    subquery its name hid the outer one's, so every column qualified by it is the table's)."""
+    alias = table.alias_or_name.lower()
+    if alias not in outer:
+        return query, table
+    number = 2
+    while f"{alias}_{number}" in outer:
+        number += 1
+    fresh = f"{alias}_{number}"
+    query = query.copy()
+    for column in query.find_all(exp.Column):
+        if column.table.lower() == alias:
+            column.set("table", exp.to_identifier(fresh))
+    table = (query.args.get("from_") or query.args["from"]).this
+    table.set("alias", exp.TableAlias(this=exp.to_identifier(fresh)))
+    return query, table

@@ -7,13 +7,18 @@ from lake_assets.dynamic_tables.grammar import ExplainDynamicTable
 from lake_assets.kinds import parse_statement
 
 SCAN = "reads its change data feed from the version the last refresh read to now"
+SEMI_RULE = (
+    "the rows of the join keys the changed source rows hold (each from its own column), "
+    "now less as last read"
+)
 
 
-def explained(sql: str) -> list[tuple[str, str]]:
+def explained(sql: str, columns: dict[str, list[str]] | None = None) -> list[tuple[str, str]]:
     statement = parse_statement(sql)
     assert isinstance(statement, ExplainDynamicTable)
     assert statement.create is not None
-    result = explain(statement.create.query.expression, statement.create.refresh_mode)
+    create = statement.create
+    result = explain(create.query.expression, create.refresh_mode, columns or {})
     assert result.columns == ["operator", "refresh"]
     return [tuple(row) for row in result.rows]
 
@@ -71,3 +76,24 @@ def test_a_keyed_query_names_its_key() -> None:
         "dynamic table", "Recompute by key cat", "  QUALIFY + windows", "    Scan src",
     ]  # fmt: skip
     assert rows[1][1].startswith("the keys of the rows the change gains or loses")
+
+
+def test_unqualified_subqueries_are_qualified_by_the_sources_columns_and_run_as_joins() -> None:
+    """The sources' columns say which table an unqualified name is (the subquery's own first):
+    EXISTS becomes a semi join on the key it correlates by."""
+    rows = explained(
+        "EXPLAIN CREATE DYNAMIC TABLE d AS SELECT o_priority, COUNT(*) AS n FROM orders "
+        "WHERE o_date >= DATE '1993-07-01' AND EXISTS (SELECT * FROM lineitem "
+        "WHERE l_orderkey = o_orderkey AND l_commitdate < l_receiptdate) GROUP BY o_priority",
+        {
+            "orders": ["o_orderkey", "o_priority", "o_date"],
+            "lineitem": ["l_orderkey", "l_commitdate", "l_receiptdate"],
+        },
+    )
+    assert rows[0][1].startswith("INCREMENTAL")
+    assert ("    LEFT SEMI JOIN on orders.o_orderkey", SEMI_RULE) in rows
+    unknown = explained(
+        "EXPLAIN CREATE DYNAMIC TABLE d AS SELECT o_priority FROM orders "
+        "WHERE EXISTS (SELECT * FROM lineitem WHERE l_orderkey = o_orderkey)"
+    )
+    assert unknown[0][1].startswith("FULL: subqueries")  # without the columns: either side's

@@ -244,6 +244,38 @@ def test_any_query_spark_runs_is_a_dynamic_table(summary: LakeSession) -> None:
         assert sorted(rows(summary, f"SELECT * FROM {name}")) == sorted(rows(summary, query))
 
 
+def test_unqualified_exists_and_in_subqueries_refresh_incrementally(summary: LakeSession) -> None:
+    """The sources' columns say which table an unqualified name is (the subquery's own first);
+    EXISTS, NOT EXISTS over the same table and IN then run as semi and anti joins."""
+    promoted = (
+        "SELECT category, COUNT(*) AS n, SUM(amount) AS total FROM sales_ods "
+        "WHERE EXISTS (SELECT 1 FROM promos WHERE promo_category = category AND active) "
+        "AND NOT EXISTS (SELECT 1 FROM promos WHERE promo_category = category AND active IS NULL) "
+        "GROUP BY category"
+    )
+    listed = (
+        "SELECT id, product FROM sales_ods WHERE category IN (SELECT promo_category FROM promos)"
+    )
+    summary.sql(
+        "CREATE TABLE promos (promo_category STRING, active BOOLEAN);"
+        "INSERT INTO promos VALUES ('Books', TRUE), ('Sports', TRUE), ('Sports', NULL);"
+        f"CREATE DYNAMIC TABLE promoted REFRESH_MODE = INCREMENTAL AS {promoted};"
+        f"CREATE DYNAMIC TABLE listed REFRESH_MODE = INCREMENTAL AS {listed}"
+    )
+    summary.sql(
+        "INSERT INTO promos VALUES ('Electronics', TRUE);"
+        "DELETE FROM promos WHERE promo_category = 'Sports' AND active IS NULL;"
+        "INSERT INTO sales_ods VALUES (6, 'Dune', 'Books', 45.50, '2026-06-02');"
+        "REFRESH DYNAMIC TABLE promoted; REFRESH DYNAMIC TABLE listed"
+    )
+    for name, query in (("promoted", promoted), ("listed", listed)):
+        assert history_of(summary, name)[0]["refresh_mode"] == "INCREMENTAL"
+        assert sorted(rows(summary, f"SELECT * FROM {name}")) == sorted(rows(summary, query))
+    assert sorted(rows(summary, "SELECT category, n FROM promoted")) == [
+        ("Books", 2), ("Electronics", 2), ("Sports", 2),
+    ]  # fmt: skip
+
+
 def test_refresh_mode_full_incremental_and_auto_by_the_size_of_the_change(
     summary: LakeSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
