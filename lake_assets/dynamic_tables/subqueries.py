@@ -10,9 +10,11 @@ true, which no key-by-key join can follow."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Mapping
 
 from sqlglot import exp
+
+from lake_assets.sql.subqueries import conjuncts
 
 # The parts a subquery may have to become a join: any other (GROUP BY, LIMIT, …) changes which
 # rows match once its WHERE is the join's condition.
@@ -67,28 +69,19 @@ def decorrelated(query: exp.Expr) -> exp.Expr:
         return query
     select = query.copy()
     kept: list[exp.Expr] = []
-    for condition in _conjuncts(select.args["where"].this):
+    for condition in conjuncts(select.args["where"].this):
         join = _as_join(condition, _aliases(select))
         if join is None:
             kept.append(condition)
         else:
             select.append("joins", join)
-    if len(kept) == len(list(_conjuncts(query.args["where"].this))):
+    if len(kept) == len(list(conjuncts(query.args["where"].this))):
         return query
     for join in select.args.get("joins") or []:
         if not (join.args.get("on") or join.args.get("using") or join.side or join.kind):
             join.set("kind", "CROSS")  # `FROM a, b SEMI JOIN d` would join b and d alone
     select.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
     return select
-
-
-def _conjuncts(condition: exp.Expr) -> Iterator[exp.Expr]:
-    inner = condition.unnest()
-    if isinstance(inner, exp.And):
-        yield from _conjuncts(inner.this)
-        yield from _conjuncts(inner.expression)
-    else:
-        yield inner
 
 
 def _aliases(select: exp.Select) -> set[str]:

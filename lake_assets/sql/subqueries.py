@@ -68,7 +68,7 @@ def subquery_merge(statement: exp.Expr) -> exp.Expr:
         return statement
     joins: list[_SemiJoin] = []
     rest: list[exp.Expr] = []
-    for condition in _conjuncts(where.this):
+    for condition in conjuncts(where.this):
         if condition.find(exp.Query) is None:
             rest.append(condition.copy())
         else:
@@ -83,12 +83,12 @@ def _target(statement: exp.Update | exp.Delete) -> _Target:
     return _Target(verb, table.alias_or_name.lower())
 
 
-def _conjuncts(condition: exp.Expr) -> Iterator[exp.Expr]:
+def conjuncts(condition: exp.Expr) -> Iterator[exp.Expr]:
     """The conditions ANDed at the top of `condition`, parentheses removed."""
     inner = condition.unnest()
     if isinstance(inner, exp.And):
-        yield from _conjuncts(inner.this)
-        yield from _conjuncts(inner.expression)
+        yield from conjuncts(inner.this)
+        yield from conjuncts(inner.expression)
     else:
         yield inner
 
@@ -198,7 +198,7 @@ def _correlated(
     pairs = [(outer, inner.unalias()) for outer, inner in zip(targets, compared, strict=True)]
     local = []
     where = query.args.get("where")
-    for condition in _conjuncts(where.this) if where else ():
+    for condition in conjuncts(where.this) if where else ():
         if _refers(condition, target.alias):
             pairs.append(_correlation(condition, target))
         else:
