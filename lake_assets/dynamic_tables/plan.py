@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from lake_assets.core import names
 from lake_assets.dynamic_tables.keys import join_key, key_of
-from lake_assets.dynamic_tables.subqueries import decorrelated, qualified
+from lake_assets.dynamic_tables.subqueries import decorrelated, merged, qualified
 
 PROJECTION, AGGREGATE, KEYED = "PROJECTION", "AGGREGATE", "KEYED"
 COUNT_STAR, COUNT, COUNT_DISTINCT, SUM, AVG, MIN, MAX = (
@@ -117,10 +117,11 @@ def without_order(query: exp.Expr) -> exp.Expr:
 
 
 def runnable(query: exp.Expr, columns: Mapping[str, Collection[str]] | None = None) -> exp.Expr:
-    """The query a dynamic table runs: without an ORDER BY that only sorts, its conditions'
-    columns qualified by their tables (`columns`: the sources' columns by table name), and the
-    subqueries of its WHERE that are semi or anti joins written as joins."""
-    return decorrelated(qualified(without_order(query), columns or {}))
+    """The query a dynamic table runs: without an ORDER BY that only sorts, a derived table that
+    only projects merged into it, its conditions' columns qualified by their tables (`columns`:
+    the sources' columns by table name), and the subqueries of its WHERE that are semi or anti
+    joins written as joins."""
+    return decorrelated(qualified(merged(without_order(query)), columns or {}))
 
 
 def notes(query: exp.Expr) -> tuple[str, ...]:

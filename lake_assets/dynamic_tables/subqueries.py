@@ -19,6 +19,64 @@ from lake_assets.sql.subqueries import conjuncts
 # The parts a subquery may have to become a join: any other (GROUP BY, LIMIT, …) changes which
 # rows match once its WHERE is the join's condition.
 _PLAIN = frozenset({"expressions", "from_", "from", "where", "distinct"})
+# The parts a derived table may have to merge into the query that reads it.
+_MERGEABLE = frozenset({"expressions", "from_", "from", "joins", "where"})
+
+
+def merged(query: exp.Expr) -> exp.Expr:
+    """`SELECT … FROM (SELECT … FROM … WHERE …) AS d …` as the one SELECT it means: the derived
+    table's columns replaced by its expressions, its FROM, joins and WHERE taken in. Only when
+    the derived table is the whole FROM and only projects and filters, and every outer select
+    item keeps its name (an alias or a bare column): an unnamed expression's name would change."""
+    if not isinstance(query, exp.Select) or query.args.get("joins"):
+        return query
+    from_ = query.args.get("from_") or query.args.get("from")
+    derived = from_.this if from_ is not None else None
+    if not isinstance(derived, exp.Subquery) or not isinstance(derived.this, exp.Select):
+        return query
+    inner = derived.this
+    if any(value for part, value in inner.args.items() if part not in _MERGEABLE):
+        return query
+    if inner.find(exp.AggFunc, exp.Window, exp.Star) or query.find(exp.Star):
+        return query
+    if any(nested is not inner for nested in inner.find_all(exp.Query)):
+        return query
+    if any(nested not in (query, derived, inner) for nested in query.find_all(exp.Query)):
+        return query
+    outputs = _outputs(derived)
+    if outputs is None or not all(
+        isinstance(item, exp.Alias | exp.Column) for item in query.expressions
+    ):
+        return query
+    select = query.copy()
+    select.set(
+        "expressions",
+        [
+            item if isinstance(item, exp.Alias) else exp.alias_(item, item.name)
+            for item in select.expressions
+        ],
+    )
+    select.set("from_", inner.args.get("from_") or inner.args.get("from"))
+    for column in list(select.find_all(exp.Column)):
+        expression = outputs.get(column.name.lower())
+        if expression is None:
+            return query
+        column.replace(exp.paren(expression.copy()) if not isinstance(expression, exp.Column)
+                       else expression.copy())  # fmt: skip
+    select.set("joins", inner.args.get("joins"))
+    conditions = [w.this for w in (inner.args.get("where"), select.args.get("where")) if w]
+    select.set("where", exp.Where(this=exp.and_(*conditions)) if conditions else None)
+    return select
+
+
+def _outputs(derived: exp.Subquery) -> dict[str, exp.Expr] | None:
+    """The derived table's columns by name: its column list's, else its items' own names."""
+    items = derived.this.expressions
+    names = [c.name for c in derived.args["alias"].columns] if derived.args.get("alias") else []
+    names = names or [item.alias_or_name for item in items]
+    if len(names) != len(items) or len({n.lower() for n in names}) != len(names):
+        return None
+    return {name.lower(): item.unalias() for name, item in zip(names, items, strict=True)}
 
 
 def qualified(query: exp.Expr, columns: Mapping[str, Collection[str]]) -> exp.Expr:

@@ -29,6 +29,7 @@ def plan(sql: str):
         ("SELECT a, b FROM t ORDER BY b DESC", PROJECTION),  # a table has no order
         ("SELECT a, COUNT(*) AS n FROM t GROUP BY a ORDER BY n", AGGREGATE),
         ("SELECT COUNT(*) AS n, SUM(b) AS s, MAX(c) AS m FROM t WHERE a > 1", AGGREGATE),
+        ("SELECT a FROM (SELECT t.a FROM t WHERE t.b > 0) s WHERE a < 5", PROJECTION),
     ],
 )
 def test_incremental_shapes(sql: str, shape: str) -> None:
@@ -53,7 +54,7 @@ def test_incremental_shapes(sql: str, shape: str) -> None:
         ("SELECT a FROM t UNION SELECT a FROM u", "UNION without ALL"),
         ("SELECT a FROM t EXCEPT SELECT a FROM u", "EXCEPT"),
         ("SELECT a FROM t WHERE a IN (SELECT a FROM u)", "subqueries"),
-        ("SELECT a FROM (SELECT a FROM t) s", "subqueries"),
+        ("SELECT a FROM (SELECT DISTINCT a FROM t) s", "subqueries"),
         ("WITH s AS (SELECT a FROM t) SELECT a FROM s", "WITH clauses"),
         ("SELECT 1 AS one, COUNT(*) AS n FROM t", "without GROUP BY selects only aggregates"),
         ("SELECT a, COUNT(*) AS n FROM t GROUP BY a HAVING COUNT(*) > (SELECT 1)", "HAVING"),

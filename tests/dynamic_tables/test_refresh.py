@@ -244,9 +244,10 @@ def test_any_query_spark_runs_is_a_dynamic_table(summary: LakeSession) -> None:
         assert sorted(rows(summary, f"SELECT * FROM {name}")) == sorted(rows(summary, query))
 
 
-def test_unqualified_exists_and_in_subqueries_refresh_incrementally(summary: LakeSession) -> None:
+def test_subqueries_and_derived_tables_refresh_incrementally(summary: LakeSession) -> None:
     """The sources' columns say which table an unqualified name is (the subquery's own first);
-    EXISTS, NOT EXISTS over the same table and IN then run as semi and anti joins."""
+    EXISTS, NOT EXISTS over the same table and IN then run as semi and anti joins, and a derived
+    table that only projects and filters is merged into the query that reads it."""
     promoted = (
         "SELECT category, COUNT(*) AS n, SUM(amount) AS total FROM sales_ods "
         "WHERE EXISTS (SELECT 1 FROM promos WHERE promo_category = category AND active) "
@@ -256,19 +257,27 @@ def test_unqualified_exists_and_in_subqueries_refresh_incrementally(summary: Lak
     listed = (
         "SELECT id, product FROM sales_ods WHERE category IN (SELECT promo_category FROM promos)"
     )
+    derived = (
+        "SELECT category, SUM(doubled) AS total, MAX(d) AS latest FROM (SELECT category, "
+        "amount * 2 AS doubled, dt AS d FROM sales_ods WHERE amount > 100) AS s "
+        "WHERE doubled < 20000 GROUP BY category"
+    )
     summary.sql(
         "CREATE TABLE promos (promo_category STRING, active BOOLEAN);"
         "INSERT INTO promos VALUES ('Books', TRUE), ('Sports', TRUE), ('Sports', NULL);"
         f"CREATE DYNAMIC TABLE promoted REFRESH_MODE = INCREMENTAL AS {promoted};"
-        f"CREATE DYNAMIC TABLE listed REFRESH_MODE = INCREMENTAL AS {listed}"
+        f"CREATE DYNAMIC TABLE listed REFRESH_MODE = INCREMENTAL AS {listed};"
+        f"CREATE DYNAMIC TABLE derived REFRESH_MODE = INCREMENTAL AS {derived}"
     )
+    assert columns(summary, "SELECT * FROM derived") == ["category", "total", "latest"]
     summary.sql(
         "INSERT INTO promos VALUES ('Electronics', TRUE);"
         "DELETE FROM promos WHERE promo_category = 'Sports' AND active IS NULL;"
         "INSERT INTO sales_ods VALUES (6, 'Dune', 'Books', 45.50, '2026-06-02');"
-        "REFRESH DYNAMIC TABLE promoted; REFRESH DYNAMIC TABLE listed"
+        "REFRESH DYNAMIC TABLE promoted; REFRESH DYNAMIC TABLE listed;"
+        "REFRESH DYNAMIC TABLE derived"
     )
-    for name, query in (("promoted", promoted), ("listed", listed)):
+    for name, query in (("promoted", promoted), ("listed", listed), ("derived", derived)):
         assert history_of(summary, name)[0]["refresh_mode"] == "INCREMENTAL"
         assert sorted(rows(summary, f"SELECT * FROM {name}")) == sorted(rows(summary, query))
     assert sorted(rows(summary, "SELECT category, n FROM promoted")) == [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import sqlglot
 
-from lake_assets.dynamic_tables.subqueries import decorrelated
+from lake_assets.dynamic_tables.subqueries import decorrelated, merged
 
 
 def rewritten(sql: str) -> str:
@@ -58,3 +58,27 @@ def test_exists_and_in_become_semi_and_anti_joins(sql: str, expected: str) -> No
 )
 def test_other_subqueries_stay_as_written(sql: str) -> None:
     assert rewritten(sql) == sqlglot.parse_one(sql, read="spark").sql(dialect="spark")
+
+
+def test_a_derived_table_that_only_projects_is_merged_and_names_stay() -> None:
+    """Outer items keep their names (a bare column is aliased by it); conditions of both levels
+    are ANDed; an unnamed outer expression would change its name, so such a query stays."""
+    sql = (
+        "SELECT nation, SUM(volume) AS revenue FROM (SELECT n.n_name AS nation, "
+        "l.price * (1 - l.discount) AS volume FROM lineitem l, nation n "
+        "WHERE l.nk = n.nk) AS shipping WHERE volume > 0 GROUP BY nation"
+    )
+    assert merged(sqlglot.parse_one(sql, read="spark")).sql(dialect="spark") == (
+        "SELECT n.n_name AS nation, SUM((l.price * (1 - l.discount))) AS revenue "
+        "FROM lineitem AS l CROSS JOIN nation AS n WHERE l.nk = n.nk "
+        "AND (l.price * (1 - l.discount)) > 0 GROUP BY n.n_name"
+    )
+    for kept in (
+        "SELECT nation, SUM(volume) FROM (SELECT n_name AS nation, x AS volume FROM t) s "
+        "GROUP BY nation",
+        "SELECT c, COUNT(*) AS n FROM (SELECT k, COUNT(*) AS c FROM t GROUP BY k) s GROUP BY c",
+        "SELECT * FROM (SELECT a FROM t) s",
+        "SELECT s.a FROM (SELECT a FROM t) s JOIN u ON s.a = u.a",
+    ):
+        expression = sqlglot.parse_one(kept, read="spark")
+        assert merged(expression) is expression
