@@ -64,7 +64,7 @@ _RECOMPUTE = hidden("recompute_group")
 
 def _floating(aggregate: Aggregate, argument_types: dict[str, DataType]) -> bool:
     """Floating-point sums drift as values come and go, so their groups are recomputed instead."""
-    argument_type = argument_types.get(argument_column(aggregate.position))
+    argument_type = argument_types.get(argument_column(aggregate.slot))
     return isinstance(argument_type, DoubleType | FloatType)
 
 
@@ -127,14 +127,14 @@ def _group_changes(
     spark: SparkSession, plan: Plan, reads: dict[str, SourceRead], keys: list[str]
 ) -> tuple[DataFrame, dict[str, DataType]]:
     """Each affected group's change measures, and the argument types that decide how it folds."""
-    arguments = [argument_column(a.position) for a in plan.aggregates if a.argument is not None]
+    arguments = [argument_column(a.slot) for a in plan.aggregates if a.argument is not None]
     # Netted and grouped after one shuffle: rows are netted within their group's partition.
     changes = row_changes(spark, (pre_aggregation(plan),), reads, [*keys, *arguments], tuple(keys))
     argument_types = {field.name: field.dataType for field in changes.schema.fields}
     multiplicity = F.col(MULT)
     measures = [F.sum(multiplicity).alias(_CHANGED_ROWS)]
     for aggregate in plan.aggregates:
-        value = col(argument_column(aggregate.position))
+        value = col(argument_column(aggregate.slot))
         measures += _RULES[aggregate.kind].measures(aggregate, value, multiplicity)
     return changes.groupBy(*map(col, keys)).agg(*measures).alias("g"), argument_types
 
@@ -154,14 +154,31 @@ def _new_state(
     recompute = F.lit(False)
     for aggregate in plan.aggregates:
         fold = _fold_for(aggregate, argument_types)
-        folded = fold(aggregate, visible[aggregate.position], group)
+        folded = fold(aggregate, aggregate.value or visible[aggregate.position], group)
         values.update(folded.columns)
         if folded.recompute is not None:
             recompute = recompute | folded.recompute
-    return joined.select(
-        *[values[field.name].cast(field.dataType).alias(field.name) for field in schema.fields],
-        _old(ROWS).isNotNull().alias(_EXISTED),
-        recompute.alias(_RECOMPUTE),
+    flags = [_old(ROWS).isNotNull().alias(_EXISTED), recompute.alias(_RECOMPUTE)]
+    folded_state = joined.select(
+        *[
+            values[field.name].cast(field.dataType).alias(field.name)
+            for field in schema.fields
+            if field.name in values
+        ],
+        *flags,
+    )
+    # An item combining aggregates is the same expression over their folded values.
+    combined = {
+        visible[position]: F.expr(expression.sql(dialect="spark"))
+        for position, expression in plan.expressions
+    }
+    return folded_state.select(
+        *[
+            combined.get(field.name, col(field.name)).cast(field.dataType).alias(field.name)
+            for field in schema.fields
+        ],
+        F.col(_EXISTED),
+        F.col(_RECOMPUTE),
     ).localCheckpoint()
 
 
@@ -201,13 +218,13 @@ def _upsert_sql(location: str, columns: list[str], key_fields: list[StructField]
 # the group's old state columns.
 
 
-def _changed_name(measure: str, position: int) -> str:
-    """Suffixed with the aggregate's position, as several aggregates may share a kind."""
-    return hidden(f"d_{measure}{position}")
+def _changed_name(measure: str, slot: str) -> str:
+    """Suffixed with the aggregate's slot, as several aggregates may share a kind."""
+    return hidden(f"d_{measure}_{slot}")
 
 
-def _changed(measure: str, position: int) -> SparkColumn:
-    return F.col(_changed_name(measure, position))
+def _changed(measure: str, slot: str) -> SparkColumn:
+    return F.col(_changed_name(measure, slot))
 
 
 def _old_name(name: str) -> str:
@@ -219,10 +236,10 @@ def _old(name: str) -> SparkColumn:
     return col(_old_name(name))
 
 
-def _plus_change(old_column: str, measure: str, position: int) -> SparkColumn:
+def _plus_change(old_column: str, measure: str, slot: str) -> SparkColumn:
     """The old value plus the change's, where a new group or a change without such rows adds 0."""
     old = F.coalesce(_old(old_column), F.lit(0))
-    return old + F.coalesce(_changed(measure, position), F.lit(0))
+    return old + F.coalesce(_changed(measure, slot), F.lit(0))
 
 
 @dataclass(frozen=True)
@@ -253,14 +270,14 @@ def _count_measures(
 ) -> list[SparkColumn]:
     """A NULL argument counts for no aggregate, so each keeps its own non-NULL count."""
     non_null = F.when(value.isNotNull(), multiplicity).otherwise(0)
-    return [F.sum(non_null).alias(_changed_name("nn", aggregate.position))]
+    return [F.sum(non_null).alias(_changed_name("nn", aggregate.slot))]
 
 
 def _sum_measures(
     aggregate: Aggregate, value: SparkColumn, multiplicity: SparkColumn
 ) -> list[SparkColumn]:
     """Signed values: a lost row takes its value back out of the sum."""
-    signed = F.sum(value * multiplicity.cast("int")).alias(_changed_name("sum", aggregate.position))
+    signed = F.sum(value * multiplicity.cast("int")).alias(_changed_name("sum", aggregate.slot))
     return [*_count_measures(aggregate, value, multiplicity), signed]
 
 
@@ -271,13 +288,13 @@ def _fold_count_star(aggregate: Aggregate, name: str, group: _Group) -> _Folded:
 
 def _fold_count(aggregate: Aggregate, name: str, group: _Group) -> _Folded:
     """COUNT is its own non-NULL count, so it needs no hidden column."""
-    return _Folded({name: _plus_change(name, "nn", aggregate.position)})
+    return _Folded({name: _plus_change(name, "nn", aggregate.slot)})
 
 
 def _fold_sum(aggregate: Aggregate, name: str, group: _Group) -> _Folded:
     """The hidden non-NULL count tells a sum of 0 from the NULL of a group without values."""
-    non_null = _plus_change(aggregate.nn, "nn", aggregate.position)
-    total = _plus_change(name, "sum", aggregate.position)
+    non_null = _plus_change(aggregate.nn, "nn", aggregate.slot)
+    total = _plus_change(name, "sum", aggregate.slot)
     return _Folded(
         {aggregate.nn: non_null, name: F.when(non_null > 0, total.cast(group.types[name]))}
     )
@@ -285,8 +302,8 @@ def _fold_sum(aggregate: Aggregate, name: str, group: _Group) -> _Folded:
 
 def _fold_avg(aggregate: Aggregate, name: str, group: _Group) -> _Folded:
     """Averages do not add up, so the hidden sum and non-NULL count are folded and divided."""
-    non_null = _plus_change(aggregate.nn, "nn", aggregate.position)
-    total = _plus_change(aggregate.sum, "sum", aggregate.position).cast(group.types[aggregate.sum])
+    non_null = _plus_change(aggregate.nn, "nn", aggregate.slot)
+    total = _plus_change(aggregate.sum, "sum", aggregate.slot).cast(group.types[aggregate.sum])
     if isinstance(group.types[name], DecimalType):
         average = (total / non_null.cast("decimal(20,0)")).cast(group.types[name])
     else:
@@ -318,14 +335,14 @@ class _Extreme:
         lost = self.pick(F.when(multiplicity < 0, value))
         return [
             *_count_measures(aggregate, value, multiplicity),
-            gained.alias(_changed_name("in", aggregate.position)),
-            lost.alias(_changed_name("out", aggregate.position)),
+            gained.alias(_changed_name("in", aggregate.slot)),
+            lost.alias(_changed_name("out", aggregate.slot)),
         ]
 
     def fold(self, aggregate: Aggregate, name: str, group: _Group) -> _Folded:
         """Losing the old extreme leaves the next one unknown, unless a gain reaches it again."""
-        gained = _changed("in", aggregate.position)
-        lost = _changed("out", aggregate.position)
+        gained = _changed("in", aggregate.slot)
+        lost = _changed("out", aggregate.slot)
         recompute = (
             lost.isNotNull()
             & F.coalesce(self.reaches(lost, _old(name)), F.lit(True))

@@ -74,6 +74,8 @@ def why_full(
     """Why this refresh recomputes instead of applying its sources' changes, or None."""
     if plan.reason:
         return plan.reason
+    if plan.hidden != entry.hidden:
+        return "its state columns were laid out for another plan: recomputed in this plan's"
     if full:
         return "a full refresh was asked for"
     if initial:

@@ -105,8 +105,11 @@ def _select(select: exp.Select, plan: Plan, depth: int) -> Iterator[tuple[int, s
     elif group is not None or plan.aggregates:
         keys = ", ".join(e.sql(dialect="spark") for e in group.expressions) if group else "()"
         yield depth, f"Aggregate GROUP BY {keys}", "groups touched by the change"
+        for position, _ in plan.expressions:
+            item = select.expressions[position].unalias().sql(dialect="spark")
+            yield depth + 1, f"Project {item}", "computed from its aggregates' folded values"
         for aggregate in plan.aggregates:
-            item = select.expressions[aggregate.position].unalias().sql(dialect="spark")
+            item = aggregate.call.sql(dialect="spark")
             rule = _AGGREGATE_RULES.get(aggregate.kind, _FOLDED)
             if aggregate.kind in (SUM, AVG):
                 rule += " (of floating-point values: the groups touched are recomputed)"

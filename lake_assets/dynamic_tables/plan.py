@@ -48,30 +48,43 @@ _FULL_CLAUSES = (
 
 @dataclass(frozen=True)
 class Aggregate:
-    """One aggregate of the SELECT list, at `position`; `argument` is None for COUNT(*)."""
+    """One aggregate of the SELECT list's item `position` (the item itself, or one of the
+    aggregates an expression combines); `argument` is None for COUNT(*). `slot` names its state
+    columns apart from every other aggregate's: the position, then its order in the item."""
 
     kind: str
     position: int
     argument: exp.Expr | None
+    call: exp.AggFunc
+    slot: str
+    in_expression: bool = False
 
     @property
     def nn(self) -> str:
         """Hidden column: how many non-NULL arguments the group has (SUM and AVG need it)."""
-        return names.hidden(f"nn_{self.position}")
+        return names.hidden(f"nn_{self.slot}")
 
     @property
     def sum(self) -> str:
         """Hidden column: the group's SUM of the argument (AVG needs it)."""
-        return names.hidden(f"sum_{self.position}")
+        return names.hidden(f"sum_{self.slot}")
+
+    @property
+    def value(self) -> str | None:
+        """Hidden column of an aggregate inside an expression: its own value, folded like an
+        item's, from which the expression is computed again."""
+        return names.hidden(f"v_{self.slot}") if self.in_expression else None
 
     def hidden(self) -> list[tuple[str, exp.Expr]]:
         """Hidden state columns with the aggregate that computes each in a full refresh."""
+        columns: list[tuple[str, exp.Expr]] = []
+        if self.value is not None:
+            columns.append((self.value, self.call.copy()))
         if self.kind in (SUM, AVG) and self.argument is not None:
-            columns: list[tuple[str, exp.Expr]] = [(self.nn, exp.Count(this=self.argument.copy()))]
+            columns.append((self.nn, exp.Count(this=self.argument.copy())))
             if self.kind == AVG:
                 columns.append((self.sum, exp.Sum(this=self.argument.copy())))
-            return columns
-        return []
+        return columns
 
 
 @dataclass(frozen=True)
@@ -83,6 +96,8 @@ class Plan:
     branches: tuple[exp.Select, ...] = ()
     keys: tuple[tuple[int, exp.Expr], ...] = ()
     aggregates: tuple[Aggregate, ...] = ()
+    # Items that combine aggregates: each computed from its aggregates' value columns.
+    expressions: tuple[tuple[int, exp.Expr], ...] = ()
 
     @property
     def hidden(self) -> tuple[str, ...]:
@@ -295,15 +310,15 @@ def _aggregate_plan(select: exp.Select) -> Plan:
     select_list = _select_list(items)
     if isinstance(select_list, str):
         return _full(select_list)
-    keys, aggregates = select_list
+    keys, aggregates, expressions = select_list
     if group is None:
         if keys:
             return _full("an aggregate without GROUP BY selects only aggregates")
-        return Plan(AGGREGATE, None, (select,), (), tuple(aggregates))
+        return Plan(AGGREGATE, None, (select,), (), tuple(aggregates), tuple(expressions))
     problem = _group_by_problem(select, items, keys)
     if problem:
         return _full(problem)
-    return Plan(AGGREGATE, None, (select,), tuple(keys), tuple(aggregates))
+    return Plan(AGGREGATE, None, (select,), tuple(keys), tuple(aggregates), tuple(expressions))
 
 
 def _grouping_problem(group: exp.Group | None) -> str | None:
@@ -317,23 +332,54 @@ def _grouping_problem(group: exp.Group | None) -> str | None:
     return None
 
 
-def _select_list(
-    items: list[exp.Expr],
-) -> tuple[list[tuple[int, exp.Expr]], list[Aggregate]] | str:
-    """Keys and aggregates are maintained differently, so every item must be plainly one of them."""
+_SelectList = tuple[list[tuple[int, exp.Expr]], list[Aggregate], list[tuple[int, exp.Expr]]]
+
+
+def _select_list(items: list[exp.Expr]) -> _SelectList | str:
+    """Keys, aggregates and expressions of aggregates are maintained differently, so every item
+    must be plainly one of them."""
     keys: list[tuple[int, exp.Expr]] = []
     aggregates: list[Aggregate] = []
+    expressions: list[tuple[int, exp.Expr]] = []
     for position, item in enumerate(items):
         if isinstance(item, exp.AggFunc):
-            aggregate = _aggregate(item, position)
+            aggregate = _aggregate(item, position, str(position))
             if isinstance(aggregate, str):
                 return aggregate
             aggregates.append(aggregate)
-        elif item.find(exp.AggFunc) or isinstance(item, exp.Star):
+        elif item.find(exp.AggFunc):
+            combined = _of_aggregates(item, position)
+            if isinstance(combined, str):
+                return combined
+            expressions.append((position, combined[0]))
+            aggregates += combined[1]
+        elif isinstance(item, exp.Star):
             return f"the select item {item.sql(dialect='spark')} is refreshed in full"
         else:
             keys.append((position, item))
-    return keys, aggregates
+    return keys, aggregates, expressions
+
+
+def _of_aggregates(item: exp.Expr, position: int) -> tuple[exp.Expr, list[Aggregate]] | str:
+    """An item that computes with aggregates (`100 * SUM(a) / SUM(b)`): each aggregate folded
+    in a hidden column of its own, and the item as the same expression over those columns."""
+    text = item.sql(dialect="spark")
+    outside = [c for c in item.find_all(exp.Column) if c.find_ancestor(exp.AggFunc) is None]
+    if outside or item.find(exp.Window, exp.Query):
+        return f"the select item {text} is refreshed in full"
+    combined = item.copy()
+    calls = [
+        n for n in combined.find_all(exp.AggFunc, bfs=False) if not n.find_ancestor(exp.AggFunc)
+    ]
+    aggregates = []
+    for index, call in enumerate(calls):
+        aggregate = _aggregate(call.copy(), position, f"{position}_{index}", in_expression=True)
+        if isinstance(aggregate, str):
+            return aggregate
+        assert aggregate.value is not None
+        call.replace(exp.column(aggregate.value, quoted=True))
+        aggregates.append(aggregate)
+    return combined, aggregates
 
 
 def _group_by_problem(
@@ -368,7 +414,9 @@ def _is_selected(
     return expression.sql(dialect="spark") in selected
 
 
-def _aggregate(item: exp.AggFunc, position: int) -> Aggregate | str:
+def _aggregate(
+    item: exp.AggFunc, position: int, slot: str, in_expression: bool = False
+) -> Aggregate | str:
     if not isinstance(item, _SUPPORTED_AGGREGATES) or item.find(exp.Filter):
         return f"aggregate {item.sql(dialect='spark')} is refreshed in full"
     argument = item.this
@@ -376,16 +424,17 @@ def _aggregate(item: exp.AggFunc, position: int) -> Aggregate | str:
         return f"aggregate {item.sql(dialect='spark')} is refreshed in full"
     if isinstance(item, exp.Count):
         if isinstance(argument, exp.Star):
-            return Aggregate(COUNT_STAR, position, None)
+            return Aggregate(COUNT_STAR, position, None, item, slot, in_expression)
         if isinstance(argument, exp.Distinct):
             if len(argument.expressions) != 1:
                 return "COUNT(DISTINCT …) of several columns is refreshed in full"
-            return Aggregate(COUNT_DISTINCT, position, argument.expressions[0])
-        return Aggregate(COUNT, position, argument)
+            counted = argument.expressions[0]
+            return Aggregate(COUNT_DISTINCT, position, counted, item, slot, in_expression)
+        return Aggregate(COUNT, position, argument, item, slot, in_expression)
     if item.expressions:
         return f"aggregate {item.sql(dialect='spark')} is refreshed in full"
     kind = {exp.Sum: SUM, exp.Avg: AVG, exp.Min: MIN, exp.Max: MAX}[type(item)]
-    return Aggregate(kind, position, argument)
+    return Aggregate(kind, position, argument, item, slot, in_expression)
 
 
 def key_name(index: int) -> str:

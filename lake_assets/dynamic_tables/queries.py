@@ -52,8 +52,8 @@ def key_column(position: int) -> str:
     return names.hidden(f"k_{position}")
 
 
-def argument_column(position: int) -> str:
-    return names.hidden(f"a_{position}")
+def argument_column(slot: str) -> str:
+    return names.hidden(f"a_{slot}")
 
 
 def pre_aggregation(plan: Plan) -> exp.Select:
@@ -61,7 +61,7 @@ def pre_aggregation(plan: Plan) -> exp.Select:
     select = plan.branches[0].copy()
     columns = [exp.alias_(key.copy(), key_column(p)) for p, key in plan.keys]
     columns += [
-        exp.alias_(a.argument.copy(), argument_column(a.position))
+        exp.alias_(a.argument.copy(), argument_column(a.slot))
         for a in plan.aggregates
         if a.argument is not None
     ]

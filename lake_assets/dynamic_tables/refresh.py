@@ -267,6 +267,10 @@ def _refresh(
         metadata.update(mode=RefreshMode.FULL, reason=reason, replaced_rows=rows_before)
         commit = _write_full(job)
     failpoints.reached(REFRESH_AFTER_COMMIT)
+    if plan.hidden != entry.hidden:
+        entry = catalog.update(
+            DynamicTableEntry, entry.name, lambda stored: replace(stored, hidden=plan.hidden)
+        )
     record = _record_from_commit(entry.name, commit, metadata=None)
     record = replace(record, end_time=now_utc(), duration=time.monotonic() - clock)
     REFRESHES.record(catalog, record)
@@ -378,12 +382,16 @@ def _write_incremental(job: _Write) -> Commit:
 
 
 def _write_full(job: _Write) -> Commit:
+    """The query's result replaces the table's rows, with the state columns the plan keeps
+    (another plan's, as an earlier version laid them out, are replaced too)."""
     register_sources(job.spark, job.reads, changes=False)
-    names = [c.name for c in job.entry.columns] + list(job.entry.hidden)
+    names = [c.name for c in job.entry.columns] + list(job.plan.hidden)
     by_name = {read.name: read for read in job.reads}
     frame = full_result(job.spark, job.plan, job.query, by_name, names)
     writer = frame.write.format("delta").mode("overwrite")
     writer = writer.option("maxRecordsPerFile", pruning.ROWS_PER_FILE)
+    if job.plan.hidden != job.entry.hidden:
+        writer = writer.option("overwriteSchema", "true")
     return job.committed(lambda: writer.save(job.entry.location))
 
 

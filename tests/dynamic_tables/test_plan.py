@@ -29,6 +29,8 @@ def plan(sql: str):
         ("SELECT a, b FROM t ORDER BY b DESC", PROJECTION),  # a table has no order
         ("SELECT a, COUNT(*) AS n FROM t GROUP BY a ORDER BY n", AGGREGATE),
         ("SELECT COUNT(*) AS n, SUM(b) AS s, MAX(c) AS m FROM t WHERE a > 1", AGGREGATE),
+        ("SELECT a, SUM(b) / COUNT(*) AS r FROM t GROUP BY a", AGGREGATE),
+        ("SELECT 100.0 * SUM(CASE WHEN a > 1 THEN b ELSE 0 END) / SUM(b) AS p FROM t", AGGREGATE),
         ("SELECT a FROM (SELECT t.a FROM t WHERE t.b > 0) s WHERE a < 5", PROJECTION),
     ],
 )
@@ -76,7 +78,6 @@ def test_full_shapes_say_why(sql: str, reason: str) -> None:
         ("SELECT DISTINCT a, b + 1 AS c FROM t", ["a", "b + 1"]),
         ("SELECT a, COUNT(*) AS n FROM t GROUP BY a HAVING COUNT(*) > 1", ["a"]),
         ("SELECT COUNT(*) AS n FROM t GROUP BY a", ["a"]),
-        ("SELECT a, SUM(b) / COUNT(*) AS r FROM t GROUP BY a", ["a"]),
         ("SELECT upper(a) AS k, STDDEV(b) AS s FROM t GROUP BY k", ["UPPER(a)"]),
         ("SELECT a, STDDEV(b) AS s FROM t GROUP BY 1", ["a"]),
         ("SELECT a FROM t QUALIFY ROW_NUMBER() OVER (PARTITION BY a ORDER BY b) = 1", ["a"]),
@@ -162,3 +163,14 @@ def test_aggregates_keep_hidden_state_columns() -> None:
     found = plan("SELECT a, COUNT(*) AS n, SUM(b) AS s, AVG(c) AS m, MAX(d) AS x FROM t GROUP BY a")
     assert found.hidden == (ROWS, "__lake_nn_2", "__lake_nn_3", "__lake_sum_3")
     assert plan("SELECT a FROM t").hidden == ()
+
+
+def test_items_combining_aggregates_fold_each_aggregate_in_a_value_column() -> None:
+    found = plan("SELECT a, 2 * MAX(b) + AVG(c) AS m, COUNT(*) AS n FROM t GROUP BY a")
+    assert found.hidden == (
+        ROWS, "__lake_v_1_0", "__lake_v_1_1", "__lake_nn_1_1", "__lake_sum_1_1",
+    )  # fmt: skip
+    assert [(p, e.sql(dialect="spark")) for p, e in found.expressions] == [
+        (1, "2 * `__lake_v_1_0` + `__lake_v_1_1`")
+    ]
+    assert plan("SELECT a, a || COUNT(*) AS n FROM t GROUP BY a").shape == KEYED

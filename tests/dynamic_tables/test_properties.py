@@ -214,6 +214,8 @@ def test_aggregates_with_and_without_group_by_null_keys_and_decimals(spark, init
             "MIN(qty) AS mq, SUM(CAST(qty AS DOUBLE)) AS fq FROM src GROUP BY cat, name",
             "totals": "SELECT COUNT(*) AS n, COUNT(qty) AS nq, SUM(amount) AS s, "
             "AVG(amount) AS a, MIN(amount) AS lo, MAX(qty) AS hi FROM src WHERE cat IS NOT NULL",
+            "ratios": "SELECT SUM(amount) / NULLIF(COUNT(*), 0) AS per_row, "
+            "COUNT(DISTINCT cat) + MAX(qty) AS mixed FROM src",
         },
         initial,
         steps,
@@ -243,7 +245,10 @@ def test_aggregate_over_a_join(spark, initial, steps):
         spark,
         {
             "dt": "SELECT d.label, COUNT(*) AS n, SUM(s.amount) AS total, MIN(s.qty) AS low "
-            "FROM src s JOIN dim d ON s.cat = d.cat GROUP BY d.label"
+            "FROM src s JOIN dim d ON s.cat = d.cat GROUP BY d.label",
+            "shares": "SELECT d.label, 100.00 * SUM(CASE WHEN s.qty > 0 THEN s.amount ELSE 0 END) "
+            "/ NULLIF(SUM(s.amount), 0) AS share, MAX(s.qty) - MIN(d.weight) AS spread "
+            "FROM src s JOIN dim d ON s.cat = d.cat GROUP BY d.label",
         },
         initial,
         steps,
