@@ -4,6 +4,7 @@ contents, CREATE errors, cycles, SUSPEND/RESUME, DROP rules, the refresh history
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from decimal import Decimal
 
 import pytest
@@ -133,6 +134,40 @@ def test_hidden_state_columns_are_not_shown(summary: LakeSession) -> None:
     assert rows(summary, "SELECT s.order_cnt FROM sales_summary s WHERE s.category = 'Books'") == [
         (1,)
     ]
+
+
+def test_state_laid_out_for_another_plan_is_recomputed_once_in_the_new_layout(
+    spark: SparkSession, summary: LakeSession
+) -> None:
+    """A table written by an earlier version (here: as a keyed query, one hidden key column)
+    refreshes FULL once, in the columns its plan keeps now, and incrementally after that."""
+    summary.sql(
+        "CREATE DYNAMIC TABLE shares AS SELECT category, "
+        "100 * SUM(amount) / COUNT(*) AS per_order FROM sales_ods GROUP BY category"
+    )
+    entry = summary.catalog.get(DynamicTableEntry, "shares")
+    layout = "category, per_order, category AS __lake_key_0"
+    spark.sql(f"SELECT {layout} FROM delta.`{entry.location}`").write.format("delta").mode(
+        "overwrite"
+    ).option("overwriteSchema", "true").save(entry.location)
+    summary.catalog.update(
+        DynamicTableEntry, "shares", lambda e: replace(e, hidden=("__lake_key_0",))
+    )
+    summary.sql("INSERT INTO sales_ods VALUES (6, 'Dune', 'Books', 45.50, '2026-06-02')")
+    outcome = dynamic.refresh(spark, summary.catalog, "shares")
+    assert (outcome.mode, outcome.reason) == (
+        "FULL", "its state columns were laid out for another plan: recomputed in this plan's",
+    )  # fmt: skip
+    hidden = summary.catalog.get(DynamicTableEntry, "shares").hidden
+    assert hidden == ("__lake_rows", "__lake_v_1_0", "__lake_nn_1_0", "__lake_v_1_1")
+    stored = spark.read.format("delta").load(entry.location).columns
+    assert stored == ["category", "per_order", *hidden]
+    summary.sql("DELETE FROM sales_ods WHERE id = 1")
+    assert dynamic.refresh(spark, summary.catalog, "shares").mode == "INCREMENTAL"
+    assert rows(summary, "SELECT * FROM shares ORDER BY category") == rows(
+        summary,
+        "SELECT category, 100 * SUM(amount) / COUNT(*) FROM sales_ods GROUP BY 1 ORDER BY 1",
+    )
 
 
 def test_no_data_writes_nothing(spark: SparkSession, summary: LakeSession) -> None:
