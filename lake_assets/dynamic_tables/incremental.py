@@ -24,7 +24,7 @@ from lake_assets.core.delta import delta_ref, quote_name
 from lake_assets.core.names import hidden
 from lake_assets.dynamic_tables import pruning
 from lake_assets.dynamic_tables.keys import JoinKey, join_key
-from lake_assets.dynamic_tables.plan import Plan, outer_join
+from lake_assets.dynamic_tables.plan import Plan, by_join_key
 from lake_assets.dynamic_tables.queries import keys_restricted, references, rewrite, with_hidden
 from lake_assets.sql.types import same
 
@@ -158,7 +158,7 @@ def signed_rows(
     parts: list[DataFrame] = []
     registered: set[str] = set()
     for index, branch in enumerate(branches):
-        key = join_key(branch) if any(map(outer_join, branch.args.get("joins") or [])) else None
+        key = join_key(branch) if by_join_key(branch) else None
         if key is not None:
             parts += _by_join_key(spark, branch, key, reads, names, registered, index)
             continue
@@ -190,18 +190,24 @@ def _by_join_key(
     registered: set[str],
     index: int,
 ) -> list[DataFrame]:
-    """Outer, semi and anti joins: the joined rows of one key value come from source rows of
-    that value alone, so the change is the branch's rows of the keys the changed rows hold,
-    now (+1) less as last read (-1)."""
+    """Outer, semi and anti joins and subqueries: the rows of one key value come from source
+    rows of that value (and the rows inner-joined to those), so the change is the branch's rows
+    of the keys the changed rows reach, now (+1) less as last read (-1)."""
     column = hidden("join_key")
     touched = []
     for table in references(branch):
         read = reads[table.name.lower()]
-        if read.changed:
-            own = key.columns[table.alias_or_name.lower()].copy()
-            for kind in ("pos", "neg"):
-                scan = exp.to_table(read.view(kind)).as_(table.alias_or_name)
-                touched.append(spark.sql(exp.select(own.as_(column)).from_(scan).sql("spark")))
+        alias = table.alias_or_name.lower()
+        if not read.changed:
+            continue
+        for kind, others in (("pos", "new"), ("neg", "old")):
+            if alias in key.columns:
+                scan = exp.to_table(read.view(kind)).as_(alias)
+                sql = exp.select(key.columns[alias].as_(column)).from_(scan).sql("spark")
+            else:
+                scope = key.scopes[alias]
+                sql = _with_changed(spark, scope, alias, kind, others, reads, registered)
+            touched.append(spark.sql(sql).toDF(column))
     keys = reduce(DataFrame.unionAll, touched).distinct().localCheckpoint()
     view = hidden(f"join_keys_{index}")
     keys.createOrReplaceTempView(view)
@@ -221,6 +227,30 @@ def _by_join_key(
         now.toDF(*names).withColumn(MULT, F.lit(1)),
         then.toDF(*names).withColumn(MULT, F.lit(-1)),
     ]
+
+
+def _with_changed(
+    spark: SparkSession,
+    select: exp.Select,
+    alias: str,
+    kind: str,
+    others: str,
+    reads: dict[str, SourceRead],
+    registered: set[str],
+) -> str:
+    """`select` with the table under `alias` read from its rows gained or lost (`kind`), and
+    every other table as read now (`new`) or as last read (`old`)."""
+    refs = [table.alias_or_name.lower() for table in references(select)]
+
+    def relation(index: int, name: str) -> str:
+        read = reads[name]
+        if refs[index] == alias:
+            return read.view(kind)
+        if others == "old" and read.changed:
+            return _view_as_last_read(spark, read, registered)
+        return read.view("new")
+
+    return rewrite(select, relation)
 
 
 def row_changes(

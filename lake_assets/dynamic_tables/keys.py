@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from lake_assets.sql.subqueries import conjuncts
+
 
 def _text(expression: exp.Expr) -> str:
     return expression.sql(dialect="spark")
@@ -67,56 +69,119 @@ def _shared_partition(windows: list[exp.Window]) -> list[exp.Expr]:
     return [e.copy() for e in partitions[0] if _text(e) in common]
 
 
+# A subquery with these reads rows of other keys to decide on one key's (a top-N, say).
+_GLOBAL = ("limit", "offset", "order", "qualify")
+
+
 @dataclass(frozen=True)
 class JoinKey:
-    """The key of a FROM whose joins may be outer, semi or anti: `expression` gives it from a
-    joined row, and `columns` give it from each table's own rows (by the table's alias)."""
+    """The key of a query whose rows of one key value come from source rows of that value (and
+    any rows of tables inner-joined to them): `expression` gives it from a result row, `columns`
+    from each keyed table's own rows (by alias, subqueries' tables included), and `scopes` from
+    the rows of the other tables, each as a SELECT of the key over the FROM that joins it."""
 
     expression: exp.Expr
     columns: dict[str, exp.Column]
+    scopes: dict[str, exp.Select]
 
 
 def join_key(select: exp.Select) -> JoinKey | None:
-    """The key that equalities in the joins' ON and the WHERE hold equal across all the FROM's
-    tables, so that the joined rows of one key value come from source rows of that value only;
-    as an expression that is the key in every joined row: a column of a table no join extends
-    with NULLs, else COALESCE over the visible tables' columns. None when there is none."""
-    items = _from_items(select)
-    if items is None:
+    """The key that equalities in the joins' ON and the WHEREs hold equal across the query's
+    outer, semi and anti joined tables, its subqueries' tables (correlated by it) and at least one
+    of its inner-joined tables, so that the result rows of one key value depend on source rows
+    of that value, and on inner-joined tables' rows only through the rows they join. As an
+    expression that is the key in every result row: a column of a table no join extends with
+    NULLs, else COALESCE over the visible tables' columns. None when there is none."""
+    scopes = _scopes(select)
+    if scopes is None:
         return None
-    extended, invisible = _null_extended(select, items)
-    for members in _equal_columns(select):
-        found: dict[str, exp.Column] = {}
+    order = [alias for aliases in scopes.values() for alias in aliases]
+    for members in _equal_columns(list(scopes)):
+        names: dict[str, str] = {}
         for alias, name in sorted(members):
-            found.setdefault(alias, exp.column(name, table=alias))
-        if set(found) == set(items):
-            columns = {alias: found[alias] for alias in items}
-            present = [columns[a] for a in items if a not in extended | invisible]
-            visible = [columns[a].copy() for a in items if a not in invisible]
-            expression = (
-                present[0].copy()
-                if present
-                else exp.Coalesce(this=visible[0], expressions=visible[1:])
-            )
-            return JoinKey(expression, columns)
+            names.setdefault(alias, name)
+        found = {alias: exp.column(names[alias], table=alias) for alias in order if alias in names}
+        key = _keyed_by(select, scopes, found)
+        if key is not None:
+            return key
     return None
 
 
-def _from_items(select: exp.Select) -> list[str] | None:
-    """The FROM's tables by alias, in order; None unless every item is a distinct table."""
+def _keyed_by(
+    select: exp.Select, scopes: dict[exp.Select, list[str]], found: dict[str, exp.Column]
+) -> JoinKey | None:
+    """The key of one class of equal columns, or None when it leaves a table unkeyed that the
+    key must cover: one no inner join reaches, or every table of a scope."""
+    items = scopes[select]
+    extended, invisible = _null_extended(select, items)
+    outer = extended | invisible
+    for scope, aliases in scopes.items():
+        keyed = {alias for alias in aliases if alias in found}
+        if not keyed or not _must_key(scope, aliases) <= keyed:
+            return None
+    present = [found[a].copy() for a in items if a in found and a not in outer]
+    visible = [found[a].copy() for a in items if a in found and a not in invisible]
+    if present:
+        expression: exp.Expr = present[0]
+    elif visible and set(items) <= set(found):
+        expression = exp.Coalesce(this=visible[0], expressions=visible[1:])
+    else:
+        return None  # the rows no table keys would change key as outer joins match them
+    others = {}
+    for scope, aliases in scopes.items():
+        own = expression if scope is select else found[next(a for a in aliases if a in found)]
+        for alias in aliases:
+            if alias not in found:
+                others[alias] = _key_rows(scope, own)
+    return JoinKey(expression, found, others)
+
+
+def _key_rows(scope: exp.Select, key: exp.Expr) -> exp.Select:
+    """The key of a scope's joined rows, read without its subqueries and the conditions that
+    reach outside it: more rows than it reads, so every key it could read is among them."""
+    rows = exp.select(key.copy()).from_((scope.args.get("from_") or scope.args["from"]).copy())
+    rows.set("joins", [join.copy() for join in scope.args.get("joins") or []] or None)
+    aliases = {table.alias_or_name.lower() for table in _tables(scope)}
+    where = scope.args.get("where")
+    kept = [
+        conjunct.copy()
+        for conjunct in (conjuncts(where.this) if where is not None else [])
+        if not conjunct.find(exp.Query)
+        and all(c.table.lower() in aliases for c in conjunct.find_all(exp.Column))
+    ]  # fmt: skip
+    return rows.where(exp.and_(*kept)) if kept else rows
+
+
+def _tables(select: exp.Select) -> list[exp.Table]:
     from_ = select.args.get("from_") or select.args.get("from")
-    if from_ is None:
-        return None
-    relations = [from_.this, *(join.this for join in select.args.get("joins") or [])]
-    if not all(isinstance(relation, exp.Table) for relation in relations):
-        return None
-    aliases = [relation.alias_or_name.lower() for relation in relations]
-    return aliases if len(set(aliases)) == len(aliases) else None
+    items = [from_.this] if from_ is not None else []
+    return items + [join.this for join in select.args.get("joins") or []]
 
 
-def _equal_columns(select: exp.Select) -> list[set[tuple[str, str]]]:
-    """Classes of qualified columns that a join's ON or the WHERE holds equal (`a.x = b.y`
-    conjuncts): a joined row has equal values in each class."""
+def _scopes(select: exp.Select) -> dict[exp.Select, list[str]] | None:
+    """The query's SELECTs (itself and its subqueries) with the aliases of the tables each
+    reads; None unless every FROM item is a table and every alias names one table."""
+    scopes: dict[exp.Select, list[str]] = {}
+    seen: set[str] = set()
+    for scope in select.find_all(exp.Select, bfs=True):
+        tables = _tables(scope)
+        if not tables or not all(isinstance(t, exp.Table) for t in tables):
+            return None
+        aliases = [t.alias_or_name.lower() for t in tables]
+        if seen & set(aliases) or len(set(aliases)) != len(aliases):
+            return None
+        if scope is not select and (
+            any(scope.args.get(part) for part in _GLOBAL) or scope.find(exp.Window)
+        ):
+            return None  # which rows it keeps depends on rows of every key
+        seen.update(aliases)
+        scopes[scope] = aliases
+    return scopes
+
+
+def _equal_columns(scopes: list[exp.Select]) -> list[set[tuple[str, str]]]:
+    """Classes of qualified columns that a join's ON or a WHERE holds equal (`a.x = b.y`
+    conjuncts): a row a scope reads has equal values in each class."""
     parent: dict[tuple[str, str], tuple[str, str]] = {}
 
     def root(node: tuple[str, str]) -> tuple[str, str]:
@@ -124,21 +189,58 @@ def _equal_columns(select: exp.Select) -> list[set[tuple[str, str]]]:
             node = parent[node]
         return node
 
-    where = select.args.get("where")
-    conditions = [join.args.get("on") for join in select.args.get("joins") or []]
-    for condition in [*conditions, where.this if where is not None else None]:
-        conjuncts = condition.flatten() if isinstance(condition, exp.And) else [condition]
-        for conjunct in conjuncts:
-            if not isinstance(conjunct, exp.EQ):
-                continue
-            sides = [conjunct.this, conjunct.expression]
-            if all(isinstance(side, exp.Column) and side.table for side in sides):
-                left, right = ((side.table.lower(), side.name.lower()) for side in sides)
-                parent[root(left)] = root(right)
+    for select in scopes:
+        where = select.args.get("where")
+        conditions = [join.args.get("on") for join in select.args.get("joins") or []]
+        for condition in filter(None, [*conditions, where.this if where is not None else None]):
+            for conjunct in conjuncts(condition):
+                sides = _equal_sides(conjunct)
+                if sides is not None:
+                    left, right = ((side.table.lower(), side.name.lower()) for side in sides)
+                    parent[root(left)] = root(right)
     classes: dict[tuple[str, str], set[tuple[str, str]]] = {}
     for node in list(parent):
         classes.setdefault(root(node), set()).add(node)
-    return list(classes.values())
+    return sorted(classes.values(), key=sorted)
+
+
+def _equal_sides(conjunct: exp.Expr) -> tuple[exp.Column, exp.Column] | None:
+    """The two qualified columns a conjunct holds equal: `a.x = b.y`, or `a.x IN (SELECT b.y
+    …)`, which meets only rows of `b` whose `y` is `a.x` (a row of the subquery per row read, or
+    per group when it groups by `b.y`)."""
+    if isinstance(conjunct, exp.EQ):
+        left, right = conjunct.this, conjunct.expression
+    elif isinstance(conjunct, exp.In):
+        found = _in_sides(conjunct)
+        if found is None:
+            return None
+        left, right = found
+    else:
+        return None
+    columns = [side for side in (left, right) if isinstance(side, exp.Column) and side.table]
+    return (columns[0], columns[1]) if len(columns) == 2 else None
+
+
+def _in_sides(condition: exp.In) -> tuple[exp.Expr, exp.Expr] | None:
+    query = condition.args.get("query")
+    inner = query.unnest() if query is not None else None
+    if not isinstance(inner, exp.Select) or len(inner.expressions) != 1:
+        return None
+    left, right = condition.this, inner.expressions[0].unalias()
+    group = inner.args.get("group")
+    grouped = group is not None and any(e == right for e in group.expressions)
+    own = [agg for agg in inner.find_all(exp.AggFunc) if agg.find_ancestor(exp.Select) is inner]
+    return None if own and not grouped else (left, right)
+
+
+def _must_key(select: exp.Select, items: list[str]) -> set[str]:
+    """The tables a key must cover: those outer, semi and anti joins add, and all of them once
+    a RIGHT or FULL join extends the inner side with NULLs too."""
+    sides = {(join.side or "").upper() for join in select.args.get("joins") or []}
+    if sides & {"RIGHT", "FULL"}:
+        return set(items)
+    extended, invisible = _null_extended(select, items)
+    return extended | invisible
 
 
 def _null_extended(select: exp.Select, items: list[str]) -> tuple[set[str], set[str]]:

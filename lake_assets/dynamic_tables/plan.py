@@ -13,7 +13,12 @@ from sqlglot import exp
 
 from lake_assets.core import names
 from lake_assets.dynamic_tables.keys import join_key, key_of
-from lake_assets.dynamic_tables.subqueries import decorrelated, merged, qualified
+from lake_assets.dynamic_tables.subqueries import (
+    decorrelated,
+    distinct_aliases,
+    merged,
+    qualified,
+)
 
 PROJECTION, AGGREGATE, KEYED = "PROJECTION", "AGGREGATE", "KEYED"
 COUNT_STAR, COUNT, COUNT_DISTINCT, SUM, AVG, MIN, MAX = (
@@ -134,9 +139,9 @@ def without_order(query: exp.Expr) -> exp.Expr:
 def runnable(query: exp.Expr, columns: Mapping[str, Collection[str]] | None = None) -> exp.Expr:
     """The query a dynamic table runs: without an ORDER BY that only sorts, a derived table that
     only projects merged into it, its conditions' columns qualified by their tables (`columns`:
-    the sources' columns by table name), and the subqueries of its WHERE that are semi or anti
-    joins written as joins."""
-    return decorrelated(qualified(merged(without_order(query)), columns or {}))
+    the sources' columns by table name), its subqueries' tables under aliases of their own, and
+    the subqueries of its WHERE that are semi or anti joins written as joins."""
+    return decorrelated(distinct_aliases(qualified(merged(without_order(query)), columns or {})))
 
 
 def notes(query: exp.Expr) -> tuple[str, ...]:
@@ -239,13 +244,25 @@ def _non_deterministic_problem(select: exp.Select) -> str | None:
 
 
 def _subquery_problem(select: exp.Select) -> str | None:
-    """Only the outer SELECT's sources are read from their change feeds."""
-    if any(inner is not select for inner in select.find_all(exp.Select)):
+    """A subquery's rows are read by key: those its correlation (or IN) ties to the key of the
+    outer query's rows (see keys.join_key)."""
+    if has_subqueries(select) and join_key(select) is None:
         return (
-            "subqueries are refreshed in full, except [NOT] EXISTS and IN (SELECT …) over one "
-            "table, ANDed in WHERE, whose columns name one table each (semi and anti joins)"
+            "subqueries are refreshed in full unless equalities (a correlation, or IN) tie each "
+            "one's tables to a key of the rows the query reads, and they have no ORDER BY, LIMIT "
+            "or window"
         )
     return None
+
+
+def has_subqueries(select: exp.Select) -> bool:
+    return any(inner is not select for inner in select.find_all(exp.Select))
+
+
+def by_join_key(select: exp.Select) -> bool:
+    """Whether the select's change is its rows of the keys a change touches (see
+    incremental.signed_rows) rather than the delta rule's over inner joins."""
+    return has_subqueries(select) or any(map(outer_join, select.args.get("joins") or []))
 
 
 def _from_problem(select: exp.Select) -> str | None:
@@ -289,8 +306,8 @@ _SELECT_CHECKS: tuple[Callable[[exp.Select], str | None], ...] = (
     _clause_problem,
     _window_problem,
     _non_deterministic_problem,
-    _subquery_problem,
     _from_problem,
+    _subquery_problem,
 )
 
 

@@ -87,26 +87,77 @@ def qualified(query: exp.Expr, columns: Mapping[str, Collection[str]]) -> exp.Ex
     if not isinstance(query, exp.Select) or not columns:
         return query
     select = query.copy()
-    outer = _scope(select, columns)
     conditions = [join.args.get("on") for join in select.args.get("joins") or []]
     conditions.append(select.args.get("where"))
     for condition in filter(None, conditions):
         for column in list(condition.find_all(exp.Column)):
-            enclosing = column.find_ancestor(exp.Select)
-            scopes = [outer] if enclosing is select else [_scope(enclosing, columns), outer]
-            _qualify(column, scopes)
+            _qualify(column, [_scope(s, columns) for s in _enclosing(column, select)])
     return select
+
+
+def _enclosing(node: exp.Expr, top: exp.Select) -> list[exp.Select]:
+    """The SELECTs around `node`, innermost first, up to `top`."""
+    chain: list[exp.Select] = []
+    scope = node.find_ancestor(exp.Select)
+    while scope is not None:
+        chain.append(scope)
+        if scope is top:
+            break
+        scope = scope.find_ancestor(exp.Select)
+    return chain
+
+
+def distinct_aliases(query: exp.Expr) -> exp.Expr:
+    """`query` with every table of a subquery under an alias no other table in it has: inside
+    the subquery its name hid the outer one's, so the columns qualified by it there are its own.
+    Then each alias names one table occurrence, whichever scope reads the column."""
+    if not isinstance(query, exp.Select):
+        return query
+    select = query.copy()
+    taken: set[str] = set()
+    for scope in select.find_all(exp.Select, bfs=True):
+        for table in _tables(scope):
+            alias = table.alias_or_name.lower()
+            if alias in taken and scope is not select:
+                fresh = _fresh(alias, taken)
+                for column in scope.find_all(exp.Column):
+                    if column.table.lower() == alias and _owner(column, alias) is scope:
+                        column.set("table", exp.to_identifier(fresh))
+                table.set("alias", exp.TableAlias(this=exp.to_identifier(fresh)))
+                alias = fresh
+            taken.add(alias)
+    return select
+
+
+def _tables(select: exp.Select) -> list[exp.Table]:
+    from_ = select.args.get("from_") or select.args.get("from")
+    items = [from_.this] if from_ is not None else []
+    items += [join.this for join in select.args.get("joins") or []]
+    return [item for item in items if isinstance(item, exp.Table)]
+
+
+def _owner(column: exp.Column, alias: str) -> exp.Select | None:
+    """The innermost SELECT around `column` that reads a table under `alias`."""
+    scope = column.find_ancestor(exp.Select)
+    while scope is not None:
+        if any(table.alias_or_name.lower() == alias for table in _tables(scope)):
+            return scope
+        scope = scope.find_ancestor(exp.Select)
+    return None
+
+
+def _fresh(alias: str, taken: set[str]) -> str:
+    number = 2
+    while f"{alias}_{number}" in taken:
+        number += 1
+    return f"{alias}_{number}"
 
 
 def _scope(select: exp.Select, columns: Mapping[str, Collection[str]]) -> dict[str, set[str]]:
     """The columns of each table a SELECT reads directly, by the table's alias."""
-    from_ = select.args.get("from_") or select.args.get("from")
-    items = [from_.this] if from_ is not None else []
-    items += [join.this for join in select.args.get("joins") or []]
     return {
-        item.alias_or_name.lower(): {c.lower() for c in columns.get(item.name.lower(), ())}
-        for item in items
-        if isinstance(item, exp.Table)
+        table.alias_or_name.lower(): {c.lower() for c in columns.get(table.name.lower(), ())}
+        for table in _tables(select)
     }
 
 
@@ -128,7 +179,7 @@ def decorrelated(query: exp.Expr) -> exp.Expr:
     select = query.copy()
     kept: list[exp.Expr] = []
     for condition in conjuncts(select.args["where"].this):
-        join = _as_join(condition, _aliases(select))
+        join = _as_join(condition)
         if join is None:
             kept.append(condition)
         else:
@@ -142,27 +193,20 @@ def decorrelated(query: exp.Expr) -> exp.Expr:
     return select
 
 
-def _aliases(select: exp.Select) -> set[str]:
-    from_ = select.args.get("from_") or select.args.get("from")
-    items = [from_.this] if from_ is not None else []
-    items += [join.this for join in select.args.get("joins") or []]
-    return {item.alias_or_name.lower() for item in items}
-
-
-def _as_join(condition: exp.Expr, outer: set[str]) -> exp.Join | None:
+def _as_join(condition: exp.Expr) -> exp.Join | None:
     """The semi or anti join `condition` means, or None when it is not one we can write."""
     negated = isinstance(condition, exp.Not)
     inner = condition.this.unnest() if negated else condition
     if isinstance(inner, exp.Exists):
-        return _join(inner.this, None, outer, "ANTI" if negated else "SEMI")
+        return _join(inner.this, None, "ANTI" if negated else "SEMI")
     if isinstance(inner, exp.In) and not negated and inner.args.get("query") is not None:
         if isinstance(inner.this, exp.Tuple) or inner.this.find(exp.Query):
             return None
-        return _join(inner.args["query"].unnest(), inner.this, outer, "SEMI")
+        return _join(inner.args["query"].unnest(), inner.this, "SEMI")
     return None
 
 
-def _join(query: exp.Expr, left: exp.Expr | None, outer: set[str], kind: str) -> exp.Join | None:
+def _join(query: exp.Expr, left: exp.Expr | None, kind: str) -> exp.Join | None:
     if not isinstance(query, exp.Select):
         return None
     if any(value for part, value in query.args.items() if part not in _PLAIN):
@@ -177,7 +221,6 @@ def _join(query: exp.Expr, left: exp.Expr | None, outer: set[str], kind: str) ->
         return None  # an aggregate answers one row whatever matches
     if any(not column.table for column in query.find_all(exp.Column)):
         return None
-    query, table = _renamed(query, table, outer)
     conditions = []
     if left is not None:
         if len(query.expressions) != 1:
@@ -192,22 +235,3 @@ def _join(query: exp.Expr, left: exp.Expr | None, outer: set[str], kind: str) ->
     if not scan.alias:
         scan.set("alias", exp.TableAlias(this=exp.to_identifier(table.name)))
     return exp.Join(this=scan, on=exp.and_(*conditions), side="LEFT", kind=kind)
-
-
-def _renamed(query: exp.Select, table: exp.Table, outer: set[str]) -> tuple[exp.Select, exp.Table]:
-    """The subquery with its table under an alias the outer query does not use (inside the
-    subquery its name hid the outer one's, so every column qualified by it is the table's)."""
-    alias = table.alias_or_name.lower()
-    if alias not in outer:
-        return query, table
-    number = 2
-    while f"{alias}_{number}" in outer:
-        number += 1
-    fresh = f"{alias}_{number}"
-    query = query.copy()
-    for column in query.find_all(exp.Column):
-        if column.table.lower() == alias:
-            column.set("table", exp.to_identifier(fresh))
-    table = (query.args.get("from_") or query.args["from"]).this
-    table.set("alias", exp.TableAlias(this=exp.to_identifier(fresh)))
-    return query, table

@@ -56,7 +56,7 @@ def test_incremental_shapes(sql: str, shape: str) -> None:
         ("SELECT a FROM t UNION SELECT a FROM u", "UNION without ALL"),
         ("SELECT a FROM t EXCEPT SELECT a FROM u", "EXCEPT"),
         ("SELECT a FROM t WHERE a IN (SELECT a FROM u)", "subqueries"),
-        ("SELECT a FROM (SELECT DISTINCT a FROM t) s", "subqueries"),
+        ("SELECT a FROM (SELECT DISTINCT a FROM t) s", "FROM item"),
         ("WITH s AS (SELECT a FROM t) SELECT a FROM s", "WITH clauses"),
         ("SELECT 1 AS one, COUNT(*) AS n FROM t", "without GROUP BY selects only aggregates"),
         ("SELECT a, COUNT(*) AS n FROM t GROUP BY a HAVING COUNT(*) > (SELECT 1)", "HAVING"),

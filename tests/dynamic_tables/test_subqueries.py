@@ -5,11 +5,13 @@ from __future__ import annotations
 import pytest
 import sqlglot
 
-from lake_assets.dynamic_tables.subqueries import decorrelated, merged
+from lake_assets.dynamic_tables.subqueries import decorrelated, distinct_aliases, merged
 
 
 def rewritten(sql: str) -> str:
-    return decorrelated(sqlglot.parse_one(sql, read="spark")).sql(dialect="spark")
+    return decorrelated(distinct_aliases(sqlglot.parse_one(sql, read="spark"))).sql(
+        dialect="spark"
+    )
 
 
 @pytest.mark.parametrize(
@@ -82,3 +84,15 @@ def test_a_derived_table_that_only_projects_is_merged_and_names_stay() -> None:
     ):
         expression = sqlglot.parse_one(kept, read="spark")
         assert merged(expression) is expression
+
+
+def test_a_subquery_table_under_an_outer_alias_gets_its_own_at_every_depth() -> None:
+    sql = (
+        "SELECT t.a FROM t WHERE t.b < (SELECT AVG(t.b) FROM t WHERE t.k = 1 AND EXISTS "
+        "(SELECT 1 FROM t, u WHERE t.k = u.k)) AND t.c IN (SELECT u.c FROM u)"
+    )
+    assert distinct_aliases(sqlglot.parse_one(sql, read="spark")).sql(dialect="spark") == (
+        "SELECT t.a FROM t WHERE t.b < (SELECT AVG(t_2.b) FROM t AS t_2 WHERE t_2.k = 1 AND "
+        "EXISTS(SELECT 1 FROM t AS t_3 CROSS JOIN u AS u_2 WHERE t_3.k = u_2.k)) AND t.c IN "
+        "(SELECT u.c FROM u)"
+    )
