@@ -10,7 +10,7 @@ new orders with their lines, deletes orders with their lines, and updates custom
 suppliers, part suppliers and lines. For each query: the refresh after a round as the table's
 REFRESH_MODE chooses (AUTO), then a FULL refresh of the same state, each timed, with where the
 time went; the table is compared with its query after every refresh (EXCEPT ALL both ways).
-Goals: 22 of 22 INCREMENTAL; median INCREMENTAL/FULL ≤ 0.2; AUTO never above 1.1× FULL.
+Goals: 22 of 22 INCREMENTAL; median INCREMENTAL/FULL ≤ 0.2; AUTO never above 1.1 times FULL.
 The integration test (tests/dynamic_tables/test_tpch.py) runs the same rounds at a small scale."""
 
 from __future__ import annotations

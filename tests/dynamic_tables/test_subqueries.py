@@ -9,9 +9,7 @@ from lake_assets.dynamic_tables.subqueries import decorrelated, distinct_aliases
 
 
 def rewritten(sql: str) -> str:
-    return decorrelated(distinct_aliases(sqlglot.parse_one(sql, read="spark"))).sql(
-        dialect="spark"
-    )
+    return decorrelated(distinct_aliases(sqlglot.parse_one(sql, read="spark"))).sql(dialect="spark")
 
 
 @pytest.mark.parametrize(
