@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -20,9 +20,8 @@ from sqlglot import exp
 
 from lake_assets.core import failpoints
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.commits import Fence, committing, decode, fence_at, fenced_write, new_record
+from lake_assets.core.commits import Fence, decode, fence_at, new_record
 from lake_assets.core.delta import (
-    MATERIALIZE_SOURCE_CONF,
     Commit,
     latest_version,
     row_changes,
@@ -32,22 +31,13 @@ from lake_assets.core.delta import (
 from lake_assets.core.entries import StoredRelation, now_utc
 from lake_assets.core.errors import SEE_THE_CAUSE, LakeError
 from lake_assets.core.spark_errors import translate_spark_error
-from lake_assets.dynamic_tables import pruning
-from lake_assets.dynamic_tables.aggregate import aggregate_merge
 from lake_assets.dynamic_tables.choosing import why_full
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.incremental import (
     SourceRead,
-    full_result,
-    gained_rows,
     incremental_conf,
-    projection_merge,
-    register_sources,
-    table_at,
 )
-from lake_assets.dynamic_tables.incremental import row_changes as result_changes
-from lake_assets.dynamic_tables.keyed import keyed_changes
-from lake_assets.dynamic_tables.plan import AGGREGATE, KEYED, Plan, classify, runnable
+from lake_assets.dynamic_tables.plan import Plan, classify, runnable
 from lake_assets.dynamic_tables.refreshes import (
     REFRESH_MARKER,
     REFRESHES,
@@ -56,6 +46,7 @@ from lake_assets.dynamic_tables.refreshes import (
     RefreshState,
     RefreshTrigger,
 )
+from lake_assets.dynamic_tables.writing import Phases, Write, write_full, write_incremental
 from lake_assets.sql.grammar import Grammar
 from lake_assets.sql.statements import Query
 from lake_assets.tables.engine import enable_change_tracking
@@ -63,7 +54,6 @@ from lake_assets.tables.entry import TableEntry
 
 # Where tests kill this process to prove crash safety (LAKE_FAILPOINT=<name>).
 REFRESH_AFTER_COMMIT = "refresh-after-commit"
-REFRESH_BEFORE_COMMIT = "refresh-before-commit"
 
 # Delta's error conditions when a change data feed cannot be read for the versions asked for.
 _FEED_GONE = ("DELTA_MISSING_CHANGE_DATA", "DELTA_CHANGE_TABLE_FEED_DISABLED", "DELTA_CHANGE_DATA")
@@ -251,13 +241,13 @@ def _refresh(
         start=start,
         sources={read.name: [read.location, read.version] for read in reads},
     )
-    job = _Write(spark, entry, plan, query_of(entry, catalog), reads, fence, metadata, phases)
+    job = Write(spark, entry, plan, query_of(entry, catalog), reads, fence, metadata, phases)
     phases.end("plan")
     commit = None
     if reason is None:
         try:
             with session_conf(spark, incremental_conf(spark)):
-                commit = _write_incremental(job)
+                commit = write_incremental(job)
         except Exception as error:
             if not any(condition in str(error) for condition in _FEED_GONE):
                 raise
@@ -265,7 +255,7 @@ def _refresh(
             reason = f"the change data feed could not be read: {first}"
     if commit is None:
         metadata.update(mode=RefreshMode.FULL, reason=reason, replaced_rows=rows_before)
-        commit = _write_full(job)
+        commit = write_full(job)
     failpoints.reached(REFRESH_AFTER_COMMIT)
     if plan.hidden != entry.hidden:
         entry = catalog.update(
@@ -278,21 +268,6 @@ def _refresh(
     catalog.record_table_state(entry, commit.version, rows_after)
     phases.end("record")
     return _outcome(record, phases)
-
-
-class Phases:
-    """A refresh's time by phase: `plan` (its last record, the plan, the sources' versions),
-    `changes` (reading the change feeds and computing the table's change), `commit` (writing it:
-    a MERGE reads the change and the files it rewrites) and `record` (the history and catalog)."""
-
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
-        self._mark = time.monotonic()
-
-    def end(self, phase: str) -> None:
-        now = time.monotonic()
-        self.seconds[phase] = round(self.seconds.get(phase, 0.0) + now - self._mark, 3)
-        self._mark = now
 
 
 def _outcome(record: RefreshRecord, phases: Phases | None = None) -> RefreshOutcome:
@@ -310,89 +285,6 @@ def _outcome(record: RefreshRecord, phases: Phases | None = None) -> RefreshOutc
         record.error_message,
         phases.seconds if phases else {},
     )
-
-
-@dataclass(frozen=True)
-class _Write:
-    """One refresh's write: what it reads, its fence (with the table version it starts from)
-    and its record."""
-
-    spark: SparkSession
-    entry: DynamicTableEntry
-    plan: Plan
-    query: exp.Expr
-    reads: list[SourceRead]
-    fence: Fence
-    metadata: dict[str, Any]
-    phases: Phases
-
-    @property
-    def dt_version(self) -> int:
-        return self.fence.version
-
-    def committed(self, write: Callable[[], object]) -> Commit:
-        """Run `write` as the refresh's one commit (carrying its record, fenced against a
-        concurrent refresh) and return that commit."""
-        conf = {MATERIALIZE_SOURCE_CONF: "none"}
-
-        def fenced() -> None:
-            with committing(self.spark, self.metadata, self.fence, conf):
-                failpoints.reached(REFRESH_BEFORE_COMMIT)
-                write()
-
-        self.phases.end("changes")
-
-        location = self.entry.location
-        commit = fenced_write(self.spark, location, self.metadata, self.fence, fenced)
-        self.phases.end("commit")
-        if commit is None:
-            raise LakeError(
-                f"another refresh of dynamic table {self.entry.name} committed at the same "
-                "moment; this one wrote nothing",
-                "refresh it again if needed: it starts from what the other refresh committed",
-            )
-        return commit
-
-
-def _write_incremental(job: _Write) -> Commit:
-    spark, entry, plan = job.spark, job.entry, job.plan
-    job.metadata["mode"] = RefreshMode.INCREMENTAL
-    register_sources(spark, job.reads, changes=True)
-    by_name = {read.name: read for read in job.reads}
-    schema = table_at(spark, entry.location, job.dt_version).schema
-    visible = [c.name for c in entry.columns]
-    if plan.shape == AGGREGATE:
-        merge = aggregate_merge(
-            spark, plan, job.query, by_name, entry.location, job.dt_version, schema, visible
-        )
-        return job.committed(lambda: spark.sql(merge).collect())
-    # Computed once, here: the emptiness check, the pruning ranges and the MERGE source read it.
-    if plan.shape == KEYED:
-        keyed = keyed_changes(
-            spark, plan, job.query, by_name, entry.location, job.dt_version, schema
-        )
-        changes = keyed.localCheckpoint()
-    else:
-        changes = result_changes(spark, plan.branches, by_name, visible).localCheckpoint()
-    update = projection_merge(spark, entry.location, job.dt_version, changes, schema)
-    if update is not None:
-        return job.committed(lambda: spark.sql(update).collect())
-    gained = gained_rows(changes, schema)
-    return job.committed(lambda: gained.write.format("delta").mode("append").save(entry.location))
-
-
-def _write_full(job: _Write) -> Commit:
-    """The query's result replaces the table's rows, with the state columns the plan keeps
-    (another plan's, as an earlier version laid them out, are replaced too)."""
-    register_sources(job.spark, job.reads, changes=False)
-    names = [c.name for c in job.entry.columns] + list(job.plan.hidden)
-    by_name = {read.name: read for read in job.reads}
-    frame = full_result(job.spark, job.plan, job.query, by_name, names)
-    writer = frame.write.format("delta").mode("overwrite")
-    writer = writer.option("maxRecordsPerFile", pruning.ROWS_PER_FILE)
-    if job.plan.hidden != job.entry.hidden:
-        writer = writer.option("overwriteSchema", "true")
-    return job.committed(lambda: writer.save(job.entry.location))
 
 
 def _record_from_commit(

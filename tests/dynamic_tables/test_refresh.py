@@ -17,8 +17,9 @@ from lake_assets.dynamic_tables import aggregate, choosing
 from lake_assets.dynamic_tables import refresh as dynamic
 from lake_assets.dynamic_tables.describing import HISTORY_COLUMNS
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
-from lake_assets.dynamic_tables.refresh import REFRESH_AFTER_COMMIT, REFRESH_BEFORE_COMMIT
+from lake_assets.dynamic_tables.refresh import REFRESH_AFTER_COMMIT
 from lake_assets.dynamic_tables.refreshes import REFRESHES, RefreshTrigger
+from lake_assets.dynamic_tables.writing import REFRESH_BEFORE_COMMIT
 from lake_assets.session import LakeSession
 from lake_assets.tables.entry import TableEntry
 
