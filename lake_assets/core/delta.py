@@ -140,6 +140,21 @@ def latest_version(spark: SparkSession, location: str) -> int:
     return history(spark, location, 1)[0].version
 
 
+def is_table(spark: SparkSession, location: str) -> bool:
+    """Whether a Delta table's log is at `location` itself (Delta's own check also finds one in
+    a folder above it)."""
+    log = _log(location)
+    if isinstance(log, _LocalLog):
+        return log.folder.is_dir() and bool(log.versions())
+    if log is not None:
+        return bool(log.versions())
+    try:
+        latest_version(spark, location)
+    except Exception:
+        return False
+    return True
+
+
 def table_properties(
     spark: SparkSession, location: str, version: int | None = None
 ) -> dict[str, str]:

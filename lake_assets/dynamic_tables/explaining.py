@@ -17,6 +17,7 @@ from lake_assets.dynamic_tables.plan import (
     MAX,
     MIN,
     SUM,
+    TOP_N,
     Plan,
     classify,
     notes,
@@ -34,6 +35,10 @@ _BY_JOIN_KEY = (
     "now less as last read"
 )
 _ROWWISE = "applied to the changed rows alone"
+_TOP = (
+    "the rows below are kept in a hidden table; the top rows are read from it, and only rows "
+    "that enter or leave the top are written"
+)
 _UNION = "each branch's changes, added up"
 _FOLDED = "folded into the group's hidden state"
 _KEYED = (
@@ -78,6 +83,12 @@ def explain(
 
 
 def _operators(node: exp.Expr, plan: Plan, depth: int) -> Iterator[tuple[int, str, str]]:
+    if plan.shape == TOP_N:
+        top, ranked = plan.ranking
+        order = ", ".join(term.sql(dialect="spark") for term in node.args["order"].expressions)
+        yield depth, f"Top {top.limit.sql(dialect='spark')} by {order}", _TOP
+        yield from _operators(top.rows, ranked, depth + 1)
+        return
     if isinstance(node, exp.SetOperation):
         word = type(node).__name__.upper()
         label = f"{word} ALL" if not node.args.get("distinct") else word

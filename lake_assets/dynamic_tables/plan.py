@@ -19,8 +19,9 @@ from lake_assets.dynamic_tables.subqueries import (
     merged,
     qualified,
 )
+from lake_assets.dynamic_tables.top import TopN, top_n
 
-PROJECTION, AGGREGATE, KEYED = "PROJECTION", "AGGREGATE", "KEYED"
+PROJECTION, AGGREGATE, KEYED, TOP_N = "PROJECTION", "AGGREGATE", "KEYED", "TOP_N"
 COUNT_STAR, COUNT, COUNT_DISTINCT, SUM, AVG, MIN, MAX = (
     "COUNT(*)", "COUNT", "COUNT(DISTINCT)", "SUM", "AVG", "MIN", "MAX",
 )  # fmt: skip
@@ -103,6 +104,16 @@ class Plan:
     aggregates: tuple[Aggregate, ...] = ()
     # Items that combine aggregates: each computed from its aggregates' value columns.
     expressions: tuple[tuple[int, exp.Expr], ...] = ()
+    # TOP_N: the ORDER BY and LIMIT, and the plan of the rows ranked (kept in a hidden table).
+    top: TopN | None = None
+    ranked: Plan | None = None
+
+    @property
+    def ranking(self) -> tuple[TopN, Plan]:
+        """A top-N's ORDER BY and LIMIT, and the plan of the rows it ranks."""
+        assert self.top is not None, "only a top-N plan ranks rows"
+        assert self.ranked is not None, "only a top-N plan ranks rows"
+        return self.top, self.ranked
 
     @property
     def hidden(self) -> tuple[str, ...]:
@@ -154,6 +165,14 @@ def classify(query: exp.Expr, columns: Mapping[str, Collection[str]] | None = No
     query = runnable(query, columns)
     if query.args.get("with_") or query.args.get("with"):
         return _full("WITH clauses are refreshed in full")
+    top = top_n(query)
+    if isinstance(top, str):
+        return _full(top)
+    if top is not None:
+        ranked = classify(top.rows)
+        if ranked.reason:
+            return _full(f"{ranked.reason} (the rows ORDER BY … LIMIT ranks)")
+        return Plan(TOP_N, None, ranked.branches, top=top, ranked=ranked)
     if isinstance(query, exp.Union):
         branches: list[exp.Select] = []
         problem = _union_branches(query, branches)

@@ -37,7 +37,8 @@ from lake_assets.dynamic_tables.incremental import (
     SourceRead,
     incremental_conf,
 )
-from lake_assets.dynamic_tables.plan import Plan, classify, runnable
+from lake_assets.dynamic_tables.plan import TOP_N, Plan, classify, runnable
+from lake_assets.dynamic_tables.ranked import write_top
 from lake_assets.dynamic_tables.refreshes import (
     REFRESH_MARKER,
     REFRESHES,
@@ -247,7 +248,9 @@ def _refresh(
     if reason is None:
         try:
             with session_conf(spark, incremental_conf(spark)):
-                commit = write_incremental(job)
+                commit = (
+                    write_top(job, full=False) if plan.shape == TOP_N else write_incremental(job)
+                )
         except Exception as error:
             if not any(condition in str(error) for condition in _FEED_GONE):
                 raise
@@ -255,7 +258,7 @@ def _refresh(
             reason = f"the change data feed could not be read: {first}"
     if commit is None:
         metadata.update(mode=RefreshMode.FULL, reason=reason, replaced_rows=rows_before)
-        commit = write_full(job)
+        commit = _write(job, full=True)
     failpoints.reached(REFRESH_AFTER_COMMIT)
     if plan.hidden != entry.hidden:
         entry = catalog.update(
@@ -285,6 +288,14 @@ def _outcome(record: RefreshRecord, phases: Phases | None = None) -> RefreshOutc
         record.error_message,
         phases.seconds if phases else {},
     )
+
+
+def _write(job: Write, full: bool) -> Commit:
+    """By the plan: a top-N's ranked rows first and then its top (see ranked), any other's
+    query."""
+    if job.plan.shape == TOP_N:
+        return write_top(job, full)
+    return write_full(job) if full else write_incremental(job)
 
 
 def _record_from_commit(

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from lake_assets.core import failpoints
@@ -112,11 +113,18 @@ def write_incremental(job: Write) -> Commit:
         changes = keyed.localCheckpoint()
     else:
         changes = result_changes(spark, plan.branches, by_name, visible).localCheckpoint()
-    update = projection_merge(spark, entry.location, job.dt_version, changes, schema)
+    return write_changes(job, changes, schema)
+
+
+def write_changes(job: Write, changes: DataFrame, schema: StructType) -> Commit:
+    """Rows gained and lost (`changes`, netted, with MULT) in the refresh's one commit: a MERGE,
+    or an append when rows are only gained."""
+    spark, location = job.spark, job.entry.location
+    update = projection_merge(spark, location, job.dt_version, changes, schema)
     if update is not None:
         return job.committed(lambda: spark.sql(update).collect())
     gained = gained_rows(changes, schema)
-    return job.committed(lambda: gained.write.format("delta").mode("append").save(entry.location))
+    return job.committed(lambda: gained.write.format("delta").mode("append").save(location))
 
 
 def write_full(job: Write) -> Commit:
@@ -125,7 +133,11 @@ def write_full(job: Write) -> Commit:
     register_sources(job.spark, job.reads, changes=False)
     names = [c.name for c in job.entry.columns] + list(job.plan.hidden)
     by_name = {read.name: read for read in job.reads}
-    frame = full_result(job.spark, job.plan, job.query, by_name, names)
+    return write_rows(job, full_result(job.spark, job.plan, job.query, by_name, names))
+
+
+def write_rows(job: Write, frame: DataFrame) -> Commit:
+    """`frame` replaces the table's rows in the refresh's one commit."""
     writer = frame.write.format("delta").mode("overwrite")
     writer = writer.option("maxRecordsPerFile", pruning.ROWS_PER_FILE)
     if job.plan.hidden != job.entry.hidden:

@@ -6,7 +6,7 @@ import pytest
 import sqlglot
 
 from lake_assets.dynamic_tables.keys import join_key
-from lake_assets.dynamic_tables.plan import AGGREGATE, KEYED, PROJECTION, ROWS, classify
+from lake_assets.dynamic_tables.plan import AGGREGATE, KEYED, PROJECTION, ROWS, TOP_N, classify
 
 
 def plan(sql: str):
@@ -51,8 +51,7 @@ def test_incremental_shapes(sql: str, shape: str) -> None:
         ("SELECT a, current_timestamp() AS ts FROM t", "non-deterministic"),
         ("SELECT a FROM t LIMIT 5", "LIMIT"),
         ("SELECT DISTINCT * FROM t", "SELECT DISTINCT"),
-        ("SELECT a FROM t ORDER BY a LIMIT 3", "LIMIT"),
-        ("SELECT DISTINCT a FROM t LIMIT 3", "SELECT DISTINCT"),
+        ("SELECT DISTINCT a FROM t LIMIT 3", "LIMIT without ORDER BY"),
         ("SELECT a FROM t UNION SELECT a FROM u", "UNION without ALL"),
         ("SELECT a FROM t EXCEPT SELECT a FROM u", "EXCEPT"),
         ("SELECT a FROM t WHERE a IN (SELECT a FROM u)", "subqueries"),
@@ -174,3 +173,38 @@ def test_items_combining_aggregates_fold_each_aggregate_in_a_value_column() -> N
         (1, "2 * `__lake_v_1_0` + `__lake_v_1_1`")
     ]
     assert plan("SELECT a, a || COUNT(*) AS n FROM t GROUP BY a").shape == KEYED
+
+
+def test_top_n_ranks_the_query_without_its_order_and_limit() -> None:
+    found = plan(
+        "SELECT cat, SUM(amount) AS s FROM src GROUP BY cat "
+        "ORDER BY s DESC, 1, MAX(qty) NULLS FIRST LIMIT 3 OFFSET 1"
+    )
+    assert (found.shape, found.reason) == (TOP_N, None)
+    top, ranked = found.ranking
+    assert ranked.shape == AGGREGATE
+    assert top.rows.sql(dialect="spark") == (
+        "SELECT cat, SUM(amount) AS s, MAX(qty) AS __lake_order_0 FROM src GROUP BY cat"
+    )
+    assert [(o.position, o.descending, o.nulls_first) for o in top.order] == [
+        (1, True, False), (0, False, True), (2, False, True),
+    ]  # fmt: skip
+    assert top.top("r", ["cat", "s"]) == (
+        "SELECT `cat`, `s` FROM r ORDER BY `s` DESC, `cat` ASC, `__lake_order_0` ASC, `cat`, `s` "
+        "LIMIT 3 OFFSET 1"
+    )
+    assert found.hidden == ()
+
+
+@pytest.mark.parametrize(
+    ("sql", "reason"),
+    [
+        ("SELECT a FROM t LIMIT 5", "LIMIT without ORDER BY"),
+        ("SELECT a FROM t ORDER BY a LIMIT 5 + 1", "LIMIT of an expression"),
+        ("SELECT a, rand() AS r FROM t ORDER BY a LIMIT 5", "(the rows ORDER BY … LIMIT ranks)"),
+    ],
+)
+def test_top_n_that_stays_full_says_why(sql: str, reason: str) -> None:
+    found = plan(sql)
+    assert found.shape is None
+    assert reason in (found.reason or "")

@@ -342,3 +342,25 @@ def test_correlated_subqueries_and_tables_joined_off_the_key(spark, initial, ste
         initial,
         steps,
     )
+
+
+@SETTINGS
+@given(initial=INITIAL, steps=BOTH_STEPS)
+@example(initial=BOTH_EXAMPLE[0], steps=BOTH_EXAMPLE[1])
+def test_top_n_reads_its_top_from_the_ranked_rows(spark, initial, steps):
+    """The top rows of a projection, of an aggregate (with OFFSET, NULLs first) and of a join
+    ordered by an expression it does not select: rows enter and leave the top as the ranked
+    rows change below it."""
+    check_history(
+        spark,
+        {
+            "top_rows": "SELECT s.id, s.cat, s.amount FROM src s "
+            "ORDER BY s.amount DESC NULLS LAST, s.id LIMIT 3",
+            "top_groups": "SELECT cat, SUM(amount) AS total, COUNT(*) AS n FROM src GROUP BY cat "
+            "ORDER BY total DESC, cat NULLS FIRST LIMIT 2 OFFSET 1",
+            "by_weight": "SELECT s.id, d.label FROM src s JOIN dim d ON s.cat = d.cat "
+            "ORDER BY s.qty * d.weight DESC NULLS LAST, s.id, d.label LIMIT 2",
+        },
+        initial,
+        steps,
+    )

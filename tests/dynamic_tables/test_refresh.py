@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import replace
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
@@ -17,6 +18,7 @@ from lake_assets.dynamic_tables import aggregate, choosing
 from lake_assets.dynamic_tables import refresh as dynamic
 from lake_assets.dynamic_tables.describing import HISTORY_COLUMNS
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
+from lake_assets.dynamic_tables.ranked import RANKED_AFTER_COMMIT, ranked_location
 from lake_assets.dynamic_tables.refresh import REFRESH_AFTER_COMMIT
 from lake_assets.dynamic_tables.refreshes import REFRESHES, RefreshTrigger
 from lake_assets.dynamic_tables.writing import REFRESH_BEFORE_COMMIT
@@ -549,6 +551,49 @@ def test_a_crash_before_the_commit_leaves_nothing(
     assert version(spark, summary, "sales_summary") == before
     assert dynamic.refresh(spark, summary.catalog, "sales_summary").mode == "INCREMENTAL"
     assert rows(summary, "SELECT COUNT(*) FROM sales_summary") == [(2,)]
+
+
+def test_a_top_n_reads_its_ranked_rows_and_survives_a_crash_between_its_two_commits(
+    spark: SparkSession, summary: LakeSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ranked rows commit first, with their own record: killed before the table's commit,
+    the next refresh finds them already at the new versions and writes only the top."""
+
+    class Crash(BaseException):
+        pass
+
+    def crash_at(name: str) -> None:
+        if name == RANKED_AFTER_COMMIT:
+            raise Crash
+
+    summary.sql(
+        "CREATE DYNAMIC TABLE top2 AS SELECT category, SUM(amount) AS total FROM sales_ods "
+        "GROUP BY category ORDER BY total DESC LIMIT 2"
+    )
+    location = summary.catalog.get(DynamicTableEntry, "top2").location
+    assert rows(summary, "SELECT * FROM top2 ORDER BY total DESC") == [
+        ("Electronics", Decimal("21998.00")), ("Sports", Decimal("2198.00")),
+    ]  # fmt: skip
+    ranked = spark.read.format("delta").load(ranked_location(location))
+    assert ranked.count() == 3  # every group, the top's and the others
+    before = version(spark, summary, "top2")
+    summary.sql("INSERT INTO sales_ods VALUES (6, 'Atlas', 'Books', 30000.00, '2026-06-02')")
+    monkeypatch.setattr(failpoints, "reached", crash_at)
+    with pytest.raises(Crash):
+        dynamic.refresh(spark, summary.catalog, "top2")
+    monkeypatch.undo()
+    assert version(spark, summary, "top2") == before
+    outcome = dynamic.refresh(spark, summary.catalog, "top2")
+    assert (outcome.mode, outcome.rows_inserted, outcome.rows_deleted) == ("INCREMENTAL", 1, 1)
+    assert rows(summary, "SELECT * FROM top2 ORDER BY total DESC") == [
+        ("Books", Decimal("30999.00")), ("Electronics", Decimal("21998.00")),
+    ]  # fmt: skip
+    (explained,) = summary.sql("EXPLAIN DYNAMIC TABLE top2")
+    assert [row[0] for row in explained.rows][:3] == [
+        "dynamic table", "Top 2 by total DESC", "  Aggregate GROUP BY category",
+    ]  # fmt: skip
+    summary.sql("DROP DYNAMIC TABLE top2")
+    assert not Path(location).exists()
 
 
 def test_refresh_history_index_is_plain_sqlite(summary: LakeSession) -> None:
