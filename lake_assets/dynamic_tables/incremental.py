@@ -23,9 +23,15 @@ from sqlglot import exp
 from lake_assets.core.delta import delta_ref, quote_name
 from lake_assets.core.names import hidden
 from lake_assets.dynamic_tables import pruning
-from lake_assets.dynamic_tables.keys import JoinKey, join_key
-from lake_assets.dynamic_tables.plan import Plan, by_join_key
-from lake_assets.dynamic_tables.queries import keys_restricted, references, rewrite, with_hidden
+from lake_assets.dynamic_tables.keys import JoinKey, join_key, key_of
+from lake_assets.dynamic_tables.plan import Plan, by_join_key, derived_table, key_name
+from lake_assets.dynamic_tables.queries import (
+    key_rows,
+    keys_restricted,
+    references,
+    rewrite,
+    with_hidden,
+)
 from lake_assets.sql.types import same
 
 MULT = hidden("mult")
@@ -158,6 +164,10 @@ def signed_rows(
     parts: list[DataFrame] = []
     registered: set[str] = set()
     for index, branch in enumerate(branches):
+        derived = derived_table(branch)
+        if derived is not None:
+            parts += _by_derived_key(spark, branch, derived, reads, names, registered, index)
+            continue
         key = join_key(branch) if by_join_key(branch) else None
         if key is not None:
             parts += _by_join_key(spark, branch, key, reads, names, registered, index)
@@ -214,6 +224,46 @@ def _by_join_key(
     restricted = keys_restricted(
         branch, [(column, key.expression)], view, {column: keys.schema.fields[0].dataType}
     )
+    assert isinstance(restricted, exp.Select), "a branch is one SELECT"
+    return _now_less_before(spark, restricted, reads, names, registered)
+
+
+def _by_derived_key(
+    spark: SparkSession,
+    branch: exp.Select,
+    derived: exp.Subquery,
+    reads: dict[str, SourceRead],
+    names: list[str],
+    registered: set[str],
+    index: int,
+) -> list[DataFrame]:
+    """A derived table with a key (GROUP BY, DISTINCT, PARTITION BY): its rows of one key value
+    come from its source rows of that value, so the change is the branch over the derived
+    table's rows of the keys the changed source rows touch, now (+1) less as last read (-1)."""
+    inner = derived.this
+    keys = key_of(inner) or []
+    columns = [key_name(position) for position in range(len(keys))]
+    rows = key_rows(inner, keys)
+    touched = signed_rows(spark, (rows,), reads, columns).select(*map(col, columns)).distinct()
+    touched = touched.localCheckpoint()
+    view = hidden(f"derived_keys_{index}")
+    touched.createOrReplaceTempView(view)
+    types = {field.name: field.dataType for field in touched.schema.fields}
+    restricted = branch.copy()
+    within = derived_table(restricted)
+    assert within is not None, "the copy reads the same derived table"
+    within.set("this", keys_restricted(inner, list(zip(columns, keys, strict=True)), view, types))
+    return _now_less_before(spark, restricted, reads, names, registered)
+
+
+def _now_less_before(
+    spark: SparkSession,
+    query: exp.Select,
+    reads: dict[str, SourceRead],
+    names: list[str],
+    registered: set[str],
+) -> list[DataFrame]:
+    """The query's rows over the sources now (+1) and as the last refresh read them (-1)."""
 
     def before(_: int, name: str) -> str:
         read = reads.get(name)
@@ -221,8 +271,8 @@ def _by_join_key(
             return _view_as_last_read(spark, read, registered)
         return view_or_self(reads, name, "new")
 
-    now = spark.sql(rewrite(restricted, lambda _, name: view_or_self(reads, name, "new")))
-    then = spark.sql(rewrite(restricted, before))
+    now = spark.sql(rewrite(query, lambda _, name: view_or_self(reads, name, "new")))
+    then = spark.sql(rewrite(query, before))
     return [
         now.toDF(*names).withColumn(MULT, F.lit(1)),
         then.toDF(*names).withColumn(MULT, F.lit(-1)),

@@ -22,18 +22,9 @@ from lake_assets.dynamic_tables.incremental import (
     view_or_self,
 )
 from lake_assets.dynamic_tables.plan import Plan, key_name
-from lake_assets.dynamic_tables.queries import keys_restricted, rewrite, with_hidden
+from lake_assets.dynamic_tables.queries import key_rows, keys_restricted, rewrite, with_hidden
 
 TOUCHED_KEYS = names.hidden("touched_keys")
-
-
-def key_rows(plan: Plan) -> exp.Select:
-    """The rows a keyed query reads (its FROM, joins and WHERE), as their keys."""
-    select = plan.branches[0].copy()
-    select.set("expressions", [exp.alias_(key.copy(), key_name(i)) for i, key in plan.keys])
-    for clause in ("group", "having", "qualify", "distinct", "windows"):
-        select.set(clause, None)
-    return select
 
 
 def keyed_changes(
@@ -48,7 +39,8 @@ def keyed_changes(
     """The table's net change (all its columns + MULT): the touched keys' rows recomputed (+1)
     against the table's rows of those keys (-1), netted."""
     columns = [key_name(index) for index, _ in plan.keys]
-    touched = signed_rows(spark, (key_rows(plan),), reads, columns).select(*columns).distinct()
+    rows = key_rows(plan.branches[0], [key for _, key in plan.keys])
+    touched = signed_rows(spark, (rows,), reads, columns).select(*columns).distinct()
     touched = touched.localCheckpoint()
     touched.createOrReplaceTempView(TOUCHED_KEYS)
     types = {field.name: field.dataType for field in touched.schema.fields}

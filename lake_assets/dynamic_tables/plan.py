@@ -151,8 +151,18 @@ def runnable(query: exp.Expr, columns: Mapping[str, Collection[str]] | None = No
     """The query a dynamic table runs: without an ORDER BY that only sorts, a derived table that
     only projects merged into it, its conditions' columns qualified by their tables (`columns`:
     the sources' columns by table name), its subqueries' tables under aliases of their own, and
-    the subqueries of its WHERE that are semi or anti joins written as joins."""
-    return decorrelated(distinct_aliases(qualified(merged(without_order(query)), columns or {})))
+    the subqueries of its WHERE that are semi or anti joins written as joins; a derived table it
+    reads is made runnable the same way."""
+    query = decorrelated(distinct_aliases(qualified(merged(without_order(query)), columns or {})))
+    derived = derived_table(query) if isinstance(query, exp.Select) else None
+    if derived is not None and isinstance(derived.this, exp.Select):
+        copy = query.copy()
+        assert isinstance(copy, exp.Select), "a copy of a SELECT"
+        inner = derived_table(copy)
+        assert inner is not None, "the copy reads the same derived table"
+        inner.set("this", runnable(derived.this, columns))
+        return copy
+    return query
 
 
 def notes(query: exp.Expr) -> tuple[str, ...]:
@@ -275,7 +285,28 @@ def _subquery_problem(select: exp.Select) -> str | None:
 
 
 def has_subqueries(select: exp.Select) -> bool:
-    return any(inner is not select for inner in select.find_all(exp.Select))
+    """Subqueries outside the derived table the select may read (see derived_table)."""
+    derived = derived_table(select)
+    return any(
+        inner is not select and (derived is None or not _within(inner, derived))
+        for inner in select.find_all(exp.Select)
+    )
+
+
+def _within(node: exp.Expr, ancestor: exp.Expr) -> bool:
+    step: exp.Expr | None = node
+    while step is not None and step is not ancestor:
+        step = step.parent
+    return step is ancestor
+
+
+def derived_table(select: exp.Select) -> exp.Subquery | None:
+    """The derived table a select reads as its only FROM item, if it does."""
+    from_ = select.args.get("from_") or select.args.get("from")
+    derived = from_.this if from_ is not None else None
+    if isinstance(derived, exp.Subquery) and not select.args.get("joins"):
+        return derived
+    return None
 
 
 def by_join_key(select: exp.Select) -> bool:
@@ -290,6 +321,9 @@ def _from_problem(select: exp.Select) -> str | None:
     from_ = select.args.get("from_") or select.args.get("from")
     if from_ is None:
         return "a query without FROM is refreshed in full"
+    derived = derived_table(select)
+    if derived is not None:
+        return _derived_problem(derived)
     joins = select.args.get("joins") or []
     for relation in [from_.this, *(join.this for join in joins)]:
         problem = _relation_problem(relation)
@@ -303,6 +337,18 @@ def _from_problem(select: exp.Select) -> str | None:
             "WHERE) join every table on one key"
         )
     return None
+
+
+def _derived_problem(derived: exp.Subquery) -> str | None:
+    """A derived table's rows of one key value (its GROUP BY, DISTINCT or PARTITION BY) come
+    from its source rows of that value: the keys a change touches are recomputed in it."""
+    inner = derived.this
+    if isinstance(inner, exp.Select) and _keyed(inner) is not None:
+        return None
+    return (
+        "a derived table (FROM (SELECT …)) is refreshed in full unless it only projects and "
+        "filters, or has a key: GROUP BY, DISTINCT or a PARTITION BY its windows share"
+    )
 
 
 def outer_join(join: exp.Join) -> bool:

@@ -70,6 +70,15 @@ def pre_aggregation(plan: Plan) -> exp.Select:
     return select
 
 
+def key_rows(select: exp.Select, keys: Sequence[exp.Expr]) -> exp.Select:
+    """The rows a keyed query reads (its FROM, joins and WHERE), as their keys."""
+    rows = select.copy()
+    rows.set("expressions", [exp.alias_(key.copy(), key_name(i)) for i, key in enumerate(keys)])
+    for clause in ("group", "having", "qualify", "distinct", "windows"):
+        rows.set(clause, None)
+    return rows
+
+
 def keys_restricted(
     query: exp.Expr,
     keys: Sequence[tuple[str, exp.Expr]],

@@ -32,6 +32,7 @@ def plan(sql: str):
         ("SELECT a, SUM(b) / COUNT(*) AS r FROM t GROUP BY a", AGGREGATE),
         ("SELECT 100.0 * SUM(CASE WHEN a > 1 THEN b ELSE 0 END) / SUM(b) AS p FROM t", AGGREGATE),
         ("SELECT a FROM (SELECT t.a FROM t WHERE t.b > 0) s WHERE a < 5", PROJECTION),
+        ("SELECT a FROM (SELECT DISTINCT a FROM t) s", PROJECTION),
     ],
 )
 def test_incremental_shapes(sql: str, shape: str) -> None:
@@ -55,7 +56,7 @@ def test_incremental_shapes(sql: str, shape: str) -> None:
         ("SELECT a FROM t UNION SELECT a FROM u", "UNION without ALL"),
         ("SELECT a FROM t EXCEPT SELECT a FROM u", "EXCEPT"),
         ("SELECT a FROM t WHERE a IN (SELECT a FROM u)", "subqueries"),
-        ("SELECT a FROM (SELECT DISTINCT a FROM t) s", "FROM item"),
+        ("SELECT a FROM (SELECT a FROM t LIMIT 3) s", "derived table"),
         ("WITH s AS (SELECT a FROM t) SELECT a FROM s", "WITH clauses"),
         ("SELECT 1 AS one, COUNT(*) AS n FROM t", "without GROUP BY selects only aggregates"),
         ("SELECT a, COUNT(*) AS n FROM t GROUP BY a HAVING COUNT(*) > (SELECT 1)", "HAVING"),
@@ -208,3 +209,11 @@ def test_top_n_that_stays_full_says_why(sql: str, reason: str) -> None:
     found = plan(sql)
     assert found.shape is None
     assert reason in (found.reason or "")
+
+
+def test_a_derived_table_with_a_key_is_recomputed_for_the_keys_a_change_touches() -> None:
+    found = plan(
+        "SELECT n, COUNT(*) AS k FROM (SELECT t.a, COUNT(u.b) FROM t LEFT JOIN u ON t.a = u.a "
+        "GROUP BY t.a) AS d (a, n) GROUP BY n"
+    )
+    assert (found.shape, found.reason) == (AGGREGATE, None)
