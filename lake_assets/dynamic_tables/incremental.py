@@ -218,7 +218,20 @@ def _by_join_key(
                 scope = key.scopes[alias]
                 sql = _with_changed(spark, scope, alias, kind, others, reads, registered)
             touched.append(spark.sql(sql).toDF(column))
-    keys = reduce(DataFrame.unionAll, touched).distinct().localCheckpoint()
+    keys = reduce(DataFrame.unionAll, touched)
+    aware = [
+        table
+        for table in references(branch)
+        if table.alias_or_name.lower() in key.null_aware and reads[table.name.lower()].changed
+    ]
+    if aware:
+        if _null_keys_changed(spark, key, aware, reads):
+            # A NULL among a NOT IN's rows decides every row: all of them are recomputed.
+            return _now_less_before(spark, branch, reads, names, registered)
+        # Whether a NOT IN's subquery has rows at all decides the rows whose key is NULL.
+        null = F.lit(None).cast(keys.schema.fields[0].dataType).alias(column)
+        keys = keys.unionAll(spark.range(1).select(null))
+    keys = keys.distinct().localCheckpoint()
     view = hidden(f"join_keys_{index}")
     keys.createOrReplaceTempView(view)
     restricted = keys_restricted(
@@ -226,6 +239,20 @@ def _by_join_key(
     )
     assert isinstance(restricted, exp.Select), "a branch is one SELECT"
     return _now_less_before(spark, restricted, reads, names, registered)
+
+
+def _null_keys_changed(
+    spark: SparkSession, key: JoinKey, tables: list[exp.Table], reads: dict[str, SourceRead]
+) -> bool:
+    """Whether a row the change gains or loses in a NOT IN's table has a NULL key."""
+    for table in tables:
+        alias, read = table.alias_or_name.lower(), reads[table.name.lower()]
+        for kind in ("pos", "neg"):
+            scan = exp.to_table(read.view(kind)).as_(alias)
+            nulls = exp.select("1").from_(scan).where(key.columns[alias].copy().is_(exp.null()))
+            if not spark.sql(nulls.sql(dialect="spark")).isEmpty():
+                return True
+    return False
 
 
 def _by_derived_key(

@@ -83,6 +83,9 @@ class JoinKey:
     expression: exp.Expr
     columns: dict[str, exp.Column]
     scopes: dict[str, exp.Select]
+    # Tables a NOT IN reads (null-aware anti joins): one of their rows with a NULL key decides
+    # every row, and any of their changes may decide the rows whose key is NULL.
+    null_aware: frozenset[str] = frozenset()
 
 
 def join_key(select: exp.Select) -> JoinKey | None:
@@ -133,7 +136,25 @@ def _keyed_by(
         for alias in aliases:
             if alias not in found:
                 others[alias] = _key_rows(scope, own)
-    return JoinKey(expression, found, others)
+    aware = frozenset(
+        table.alias_or_name.lower()
+        for scope in scopes
+        for conjunct in _where_conjuncts(scope)
+        if _not_in(conjunct)
+        for table in conjunct.find_all(exp.Table)
+    )
+    return JoinKey(expression, found, others, aware)
+
+
+def _where_conjuncts(select: exp.Select) -> list[exp.Expr]:
+    where = select.args.get("where")
+    return list(conjuncts(where.this)) if where is not None else []
+
+
+def _not_in(conjunct: exp.Expr) -> bool:
+    """`x NOT IN (SELECT …)`: true for no row once the subquery has a NULL, and NULL for a NULL
+    `x` once it has any row (Spark's null-aware anti join)."""
+    return isinstance(conjunct, exp.Not) and isinstance(conjunct.this.unnest(), exp.In)
 
 
 def _key_rows(scope: exp.Select, key: exp.Expr) -> exp.Select:
@@ -142,10 +163,9 @@ def _key_rows(scope: exp.Select, key: exp.Expr) -> exp.Select:
     rows = exp.select(key.copy()).from_((scope.args.get("from_") or scope.args["from"]).copy())
     rows.set("joins", [join.copy() for join in scope.args.get("joins") or []] or None)
     aliases = {table.alias_or_name.lower() for table in _tables(scope)}
-    where = scope.args.get("where")
     kept = [
         conjunct.copy()
-        for conjunct in (conjuncts(where.this) if where is not None else [])
+        for conjunct in _where_conjuncts(scope)
         if not conjunct.find(exp.Query)
         and all(c.table.lower() in aliases for c in conjunct.find_all(exp.Column))
     ]  # fmt: skip
@@ -210,8 +230,8 @@ def _equal_sides(conjunct: exp.Expr) -> tuple[exp.Column, exp.Column] | None:
     per group when it groups by `b.y`)."""
     if isinstance(conjunct, exp.EQ):
         left, right = conjunct.this, conjunct.expression
-    elif isinstance(conjunct, exp.In):
-        found = _in_sides(conjunct)
+    elif isinstance(conjunct, exp.In) or _not_in(conjunct):
+        found = _in_sides(conjunct if isinstance(conjunct, exp.In) else conjunct.this.unnest())
         if found is None:
             return None
         left, right = found

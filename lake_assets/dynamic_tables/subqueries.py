@@ -5,8 +5,8 @@ alike: a condition that is NULL meets nothing in both); `e IN (SELECT d.x FROM d
 semi join ON e = d.x AND c (a NULL `e` or `d.x` matches nothing, and the row is dropped either
 way). Only conditions ANDed at the top of WHERE are rewritten, each a subquery of one table
 whose columns are all qualified (without a schema, an unqualified one could be either side's);
-anything else stays, and refreshes FULL. NOT IN stays: one NULL in its subquery makes it never
-true, which no key-by-key join can follow."""
+anything else stays. NOT IN stays as written, for Spark's null-aware anti join (see
+keys.join_key)."""
 
 from __future__ import annotations
 

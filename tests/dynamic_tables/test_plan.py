@@ -217,3 +217,14 @@ def test_a_derived_table_with_a_key_is_recomputed_for_the_keys_a_change_touches(
         "GROUP BY t.a) AS d (a, n) GROUP BY n"
     )
     assert (found.shape, found.reason) == (AGGREGATE, None)
+
+
+def test_not_in_keeps_spark_s_null_aware_anti_join_and_keys_its_table() -> None:
+    found = plan(
+        "SELECT t.a, COUNT(*) AS n FROM t WHERE t.k NOT IN (SELECT u.k FROM u) GROUP BY t.a"
+    )
+    assert (found.shape, found.reason) == (AGGREGATE, None)
+    assert "NOT t.k IN (SELECT u.k FROM u)" in found.branches[0].sql(dialect="spark")
+    key = join_key(found.branches[0])
+    assert key is not None
+    assert (key.expression.sql(dialect="spark"), key.null_aware) == ("t.k", frozenset({"u"}))

@@ -328,8 +328,9 @@ def test_outer_joins_and_subqueries_recompute_the_join_keys_a_change_touches(spa
 def test_subqueries_derived_tables_and_tables_joined_off_the_key(spark, initial, steps):
     """A scalar subquery correlated by the key (an aggregate of the row's own category); an
     EXISTS keyed by name over rows joined to a dimension by category (a dimension change reaches
-    the names of the rows it joins); IN over a grouped subquery with HAVING; an aggregate over
-    a grouped derived table (groups move between the outer groups as they change)."""
+    the names of the rows it joins); IN over a grouped subquery with HAVING; NOT IN over a
+    dimension whose categories may be NULL (then no row is kept); an aggregate over a grouped
+    derived table (groups move between the outer groups as they change)."""
     check_history(
         spark,
         {
@@ -339,6 +340,8 @@ def test_subqueries_derived_tables_and_tables_joined_off_the_key(spark, initial,
             "WHERE EXISTS (SELECT 1 FROM src s2 WHERE s2.name = s.name AND s2.qty > s.qty)",
             "heavy": "SELECT d.cat, COUNT(*) AS n FROM dim d WHERE d.cat IN "
             "(SELECT s.cat FROM src s GROUP BY s.cat HAVING SUM(s.qty) > 1) GROUP BY d.cat",
+            "outside": "SELECT s.id, s.cat, s.qty FROM src s WHERE s.cat NOT IN "
+            "(SELECT d.cat FROM dim d WHERE d.weight > 1)",
             "spread": "SELECT n, COUNT(*) AS cats, SUM(total) AS s FROM (SELECT s.cat, "
             "COUNT(d.label) AS n, SUM(s.amount) AS total FROM src s LEFT JOIN dim d "
             "ON s.cat = d.cat GROUP BY s.cat) AS per_cat GROUP BY n",

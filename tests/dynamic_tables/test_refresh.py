@@ -323,6 +323,33 @@ def test_subqueries_and_derived_tables_refresh_incrementally(summary: LakeSessio
     ]  # fmt: skip
 
 
+def test_not_in_follows_the_nulls_of_its_subquery(summary: LakeSession) -> None:
+    """One NULL among NOT IN's rows keeps no row at all; a row whose category is NULL is kept
+    only while the subquery has no rows."""
+    allowed = (
+        "SELECT id, category FROM sales_ods WHERE category NOT IN (SELECT b.category FROM banned b)"
+    )
+    summary.sql(
+        "CREATE TABLE banned (category STRING); INSERT INTO banned VALUES ('Sports');"
+        f"CREATE DYNAMIC TABLE allowed REFRESH_MODE = INCREMENTAL AS {allowed}"
+    )
+    steps = [
+        "INSERT INTO banned VALUES (NULL)",
+        "INSERT INTO sales_ods VALUES (6, 'Dune', NULL, 45.50, '2026-06-02')",
+        "DELETE FROM banned WHERE category IS NULL",
+        "DELETE FROM banned",
+        "INSERT INTO banned VALUES ('Books')",
+    ]
+    sizes = []
+    for step in steps:
+        summary.sql(f"{step}; REFRESH DYNAMIC TABLE allowed")
+        assert history_of(summary, "allowed")[0]["refresh_mode"] == "INCREMENTAL"
+        held = sorted(rows(summary, "SELECT * FROM allowed"), key=str)
+        assert held == sorted(rows(summary, allowed), key=str), step
+        sizes.append(len(held))
+    assert sizes == [0, 0, 3, 6, 4]
+
+
 def test_refresh_mode_full_incremental_and_auto_by_the_size_of_the_change(
     summary: LakeSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
