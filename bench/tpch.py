@@ -27,10 +27,10 @@ import sqlglot
 from duckdb_extensions import import_extension
 from pyspark.sql import SparkSession
 
+from bench.dynamic_refresh import timed_refresh
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import latest_version, row_count
 from lake_assets.core.settings import LakeSettings
-from lake_assets.dynamic_tables.refresh import refresh
 from lake_assets.session import LakeSession
 from lake_assets.tables.entry import TableEntry
 from resources.spark import DeltaSparkResource
@@ -107,15 +107,6 @@ def differences(lake: LakeSession, name: str, query: str) -> int:
     return found
 
 
-def timed(spark: SparkSession, catalog: Catalog, name: str, full: bool) -> tuple[float, str]:
-    started = time.perf_counter()
-    outcome = refresh(spark, catalog, name, full=full)
-    elapsed = time.perf_counter() - started
-    phases = ", ".join(f"{phase} {seconds:.2f}" for phase, seconds in outcome.phases.items())
-    print(f"    {name} {outcome.mode}: {elapsed:.2f} s = {phases}", flush=True)
-    return elapsed, str(outcome.mode)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scale", type=float, default=1.0)
@@ -140,9 +131,9 @@ def main() -> None:
             lake.sql(f"CREATE DYNAMIC TABLE {name} AS {query}")
             change_round(lake, round_number)
             print(f"Q{number}:", flush=True)
-            chosen, mode = timed(spark, lake.catalog, name, full=False)
+            chosen, mode = timed_refresh(spark, lake.catalog, name, full=False)
             wrong = differences(lake, name, query)
-            full, _ = timed(spark, lake.catalog, name, full=True)
+            full, _ = timed_refresh(spark, lake.catalog, name, full=True)
             wrong += differences(lake, name, query)
             incremental += mode == "INCREMENTAL"
             worst_auto = max(worst_auto, chosen / full)

@@ -1,8 +1,11 @@
-"""How a dynamic table's query refreshes: its shape, classified with sqlglot, and the SQL it needs.
+"""How a dynamic table's query refreshes, decided with sqlglot: the plan of the query as it runs.
 
-Shapes refreshed incrementally: projection/filter over inner joins of tables (one source is the
-one-table case), UNION ALL of such, and GROUP BY over such with COUNT, COUNT(DISTINCT), SUM, AVG,
-MIN and MAX. Anything else is refreshed FULL, and the plan says why."""
+PROJECTION: rows that change row by row (filters and projections over inner joins, UNION ALL),
+or by key (outer, semi and anti joins, subqueries and derived tables tied to a key: see
+keys.join_key). AGGREGATE: those rows folded into groups (COUNT, SUM, AVG, MIN, MAX and
+expressions of them). KEYED: a result keyed by its GROUP BY, DISTINCT or PARTITION BY, recomputed
+for the keys a change touches. TOP_N: ORDER BY … LIMIT over any of these (see top). Anything else
+is refreshed FULL, and the plan says why."""
 
 from __future__ import annotations
 

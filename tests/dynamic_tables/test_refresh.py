@@ -63,6 +63,20 @@ def version(spark: SparkSession, lake: LakeSession, name: str) -> int:
     return history(spark, lake.catalog.get(DynamicTableEntry, name).location, 1)[0].version
 
 
+class Crash(BaseException):
+    """Stands in for SIGKILL in-process: nothing after the failpoint runs."""
+
+
+def crash_at(monkeypatch: pytest.MonkeyPatch, point: str) -> None:
+    """Until `monkeypatch.undo()`, reaching failpoint `point` raises Crash."""
+
+    def reached(name: str) -> None:
+        if name == point:
+            raise Crash
+
+    monkeypatch.setattr(failpoints, "reached", reached)
+
+
 @pytest.fixture
 def summary(lake: LakeSession) -> LakeSession:
     lake.sql(SALES_ODS)
@@ -538,15 +552,8 @@ def test_drop_rules(lake: LakeSession) -> None:
 def test_a_crash_after_the_commit_neither_loses_the_record_nor_applies_twice(
     spark: SparkSession, summary: LakeSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    class Crash(BaseException):
-        """Stands in for SIGKILL in-process: nothing after the failpoint runs."""
-
-    def crash_at(name: str) -> None:
-        if name == REFRESH_AFTER_COMMIT:
-            raise Crash
-
     summary.sql("INSERT INTO sales_ods VALUES (6, 'Dune', 'Books', 45.50, '2026-06-02')")
-    monkeypatch.setattr(failpoints, "reached", crash_at)
+    crash_at(monkeypatch, REFRESH_AFTER_COMMIT)
     with pytest.raises(Crash):
         dynamic.refresh(spark, summary.catalog, "sales_summary")
     monkeypatch.undo()
@@ -562,16 +569,9 @@ def test_a_crash_after_the_commit_neither_loses_the_record_nor_applies_twice(
 def test_a_crash_before_the_commit_leaves_nothing(
     spark: SparkSession, summary: LakeSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    class Crash(BaseException):
-        pass
-
-    def crash_at(name: str) -> None:
-        if name == REFRESH_BEFORE_COMMIT:
-            raise Crash
-
     before = version(spark, summary, "sales_summary")
     summary.sql("DELETE FROM sales_ods WHERE category = 'Books'")
-    monkeypatch.setattr(failpoints, "reached", crash_at)
+    crash_at(monkeypatch, REFRESH_BEFORE_COMMIT)
     with pytest.raises(Crash):
         dynamic.refresh(spark, summary.catalog, "sales_summary")
     monkeypatch.undo()
@@ -586,13 +586,6 @@ def test_a_top_n_reads_its_ranked_rows_and_survives_a_crash_between_its_two_comm
     """The ranked rows commit first, with their own record: killed before the table's commit,
     the next refresh finds them already at the new versions and writes only the top."""
 
-    class Crash(BaseException):
-        pass
-
-    def crash_at(name: str) -> None:
-        if name == RANKED_AFTER_COMMIT:
-            raise Crash
-
     summary.sql(
         "CREATE DYNAMIC TABLE top2 AS SELECT category, SUM(amount) AS total FROM sales_ods "
         "GROUP BY category ORDER BY total DESC LIMIT 2"
@@ -605,7 +598,7 @@ def test_a_top_n_reads_its_ranked_rows_and_survives_a_crash_between_its_two_comm
     assert ranked.count() == 3  # every group, the top's and the others
     before = version(spark, summary, "top2")
     summary.sql("INSERT INTO sales_ods VALUES (6, 'Atlas', 'Books', 30000.00, '2026-06-02')")
-    monkeypatch.setattr(failpoints, "reached", crash_at)
+    crash_at(monkeypatch, RANKED_AFTER_COMMIT)
     with pytest.raises(Crash):
         dynamic.refresh(spark, summary.catalog, "top2")
     monkeypatch.undo()
