@@ -5,10 +5,10 @@ change of a join of references R1…Rn is Σ_j new(R1…Rj-1) ⋈ ΔRj ⋈ old(R
 filter or inner join (and UNION ALL of those) yields the signed rows its result gains and loses;
 a query whose rows of one key value come from source rows of that value (outer, semi and anti
 joins, subqueries, a derived table with a key) yields its rows of the keys the change touches,
-now less as last read. Aggregates fold those rows into their groups: COUNT, SUM and AVG from hidden state columns, MIN and
-MAX too unless a deleted value reached the old extreme and no added value reached it again, in
-which case the group (like any group of a COUNT(DISTINCT) or a floating-point SUM/AVG) is
-recomputed from the sources alone."""
+now less as last read. Aggregates fold those rows into their groups: COUNT, SUM and AVG from
+hidden state columns, MIN and MAX too unless a deleted value reached the old extreme and no added
+value reached it again, in which case the group (like any group of a COUNT(DISTINCT) or a
+floating-point SUM/AVG) is recomputed from the sources alone."""
 
 from __future__ import annotations
 
