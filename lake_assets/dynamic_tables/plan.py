@@ -19,6 +19,7 @@ from lake_assets.dynamic_tables.keys import join_key, key_of
 from lake_assets.dynamic_tables.subqueries import (
     decorrelated,
     distinct_aliases,
+    inlined,
     merged,
     qualified,
 )
@@ -151,12 +152,13 @@ def without_order(query: exp.Expr) -> exp.Expr:
 
 
 def runnable(query: exp.Expr, columns: Mapping[str, Collection[str]] | None = None) -> exp.Expr:
-    """The query a dynamic table runs: without an ORDER BY that only sorts, a derived table that
-    only projects merged into it, its conditions' columns qualified by their tables (`columns`:
-    the sources' columns by table name), its subqueries' tables under aliases of their own, and
-    the subqueries of its WHERE that are semi or anti joins written as joins; a derived table it
-    reads is made runnable the same way."""
-    query = decorrelated(distinct_aliases(qualified(merged(without_order(query)), columns or {})))
+    """The query a dynamic table runs: its CTEs inlined, without an ORDER BY that only sorts, a
+    derived table that only projects merged into it, its conditions' columns qualified by their
+    tables (`columns`: the sources' columns by table name), its subqueries' tables under aliases
+    of their own, and the subqueries of its WHERE that are semi or anti joins written as joins;
+    a derived table it reads is made runnable the same way."""
+    query = qualified(merged(without_order(inlined(query))), columns or {})
+    query = decorrelated(distinct_aliases(query))
     derived = derived_table(query) if isinstance(query, exp.Select) else None
     if derived is not None and isinstance(derived.this, exp.Select):
         copy = query.copy()
@@ -177,7 +179,7 @@ def classify(query: exp.Expr, columns: Mapping[str, Collection[str]] | None = No
     """The incremental plan of a query as it runs (see runnable), or a FULL plan that says why."""
     query = runnable(query, columns)
     if query.args.get("with_") or query.args.get("with"):
-        return _full("WITH clauses are refreshed in full")
+        return _full("WITH RECURSIVE is refreshed in full")
     top = top_n(query)
     if isinstance(top, str):
         return _full(top)

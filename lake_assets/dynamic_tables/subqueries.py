@@ -23,32 +23,140 @@ _PLAIN = frozenset({"expressions", "from_", "from", "where", "distinct"})
 _MERGEABLE = frozenset({"expressions", "from_", "from", "joins", "where"})
 
 
+def inlined(query: exp.Expr) -> exp.Expr:
+    """`WITH c AS (…) SELECT … FROM c` as the query with each reference to a CTE written as the
+    derived table it stands for (Spark inlines CTEs too), so that the rules for derived tables
+    apply; a recursive WITH stays."""
+    with_ = query.args.get("with_") or query.args.get("with")
+    if with_ is None or with_.args.get("recursive"):
+        return query
+    result = query.copy()
+    result.set("with_", None)
+    result.set("with", None)
+    bodies: dict[str, exp.CTE] = {}
+    for cte in with_.expressions:
+        body = cte.copy()
+        _substitute(body.this, bodies)
+        bodies[cte.alias_or_name.lower()] = body
+    _substitute(result, bodies)
+    return result
+
+
+def _substitute(query: exp.Expr, bodies: dict[str, exp.CTE]) -> None:
+    """Each table reference of `query` that names a CTE of `bodies`, replaced by its body."""
+    for table in list(query.find_all(exp.Table)):
+        cte = bodies.get(table.name.lower()) if not table.db else None
+        if cte is None or not isinstance(table.this, exp.Identifier):
+            continue
+        alias = exp.TableAlias(this=exp.to_identifier(table.alias_or_name))
+        names = cte.args["alias"].columns if cte.args.get("alias") else []
+        if names:
+            alias.set("columns", [name.copy() for name in names])
+        table.replace(exp.Subquery(this=cte.this.copy(), alias=alias))
+
+
 def merged(query: exp.Expr) -> exp.Expr:
     """`SELECT … FROM (SELECT … FROM … WHERE …) AS d …` as the one SELECT it means: the derived
     table's columns replaced by its expressions, its FROM, joins and WHERE taken in. Only when
-    the derived table is the whole FROM and only projects and filters, and every outer select
-    item keeps its name (an alias or a bare column): an unnamed expression's name would change."""
-    if not isinstance(query, exp.Select) or query.args.get("joins"):
+    the derived table only projects and filters, and every outer select item keeps its name (an
+    alias or a bare column): an unnamed expression's name would change. A derived table that is
+    the whole FROM may join tables; one inner-joined with others reads one table. Derived
+    tables inside are merged first."""
+    if not isinstance(query, exp.Select):
         return query
+    inside = [item for item in _from_items(query) if isinstance(item, exp.Subquery)]
+    if any(isinstance(item.this, exp.Select) for item in inside):
+        query = query.copy()
+        for item in _from_items(query):
+            if isinstance(item, exp.Subquery) and isinstance(item.this, exp.Select):
+                item.set("this", merged(item.this))
+    if query.args.get("joins"):
+        return _merged_in_joins(query)
+    return _merged_whole(query)
+
+
+def _from_items(select: exp.Select) -> list[exp.Expr]:
+    from_ = select.args.get("from_") or select.args.get("from")
+    items = [from_.this] if from_ is not None else []
+    return items + [join.this for join in select.args.get("joins") or []]
+
+
+def _merged_in_joins(query: exp.Select) -> exp.Select:
+    """Each derived table of one table that an inner join reads, merged (see merged)."""
     from_ = query.args.get("from_") or query.args.get("from")
-    derived = from_.this if from_ is not None else None
-    if not isinstance(derived, exp.Subquery) or not isinstance(derived.this, exp.Select):
-        return query
+    inner_joined = [join for join in query.args["joins"] if not join.side and not join.kind]
+    for holder in filter(None, [from_, *inner_joined]):
+        derived = holder.this
+        if isinstance(derived, exp.Subquery):
+            merged_query = _merged_one(query, derived)
+            if merged_query is not None:
+                return _merged_in_joins(merged_query)
+    return query
+
+
+def _merged_one(query: exp.Select, derived: exp.Subquery) -> exp.Select | None:
+    """The query with `derived` (a projection and filter of one table) written as that table
+    under the derived table's alias, or None when it is not one."""
     inner = derived.this
-    if any(value for part, value in inner.args.items() if part not in _MERGEABLE):
-        return query
-    if inner.find(exp.AggFunc, exp.Window, exp.Star) or query.find(exp.Star):
-        return query
-    if any(nested is not inner for nested in inner.find_all(exp.Query)):
-        return query
-    if any(nested not in (query, derived, inner) for nested in query.find_all(exp.Query)):
-        return query
+    if not isinstance(inner, exp.Select) or not _plain(inner, query, derived):
+        return None
+    table = (inner.args.get("from_") or inner.args["from"]).this
     outputs = _outputs(derived)
-    if outputs is None or not all(
-        isinstance(item, exp.Alias | exp.Column) for item in query.expressions
-    ):
-        return query
+    if not isinstance(table, exp.Table) or inner.args.get("joins") or outputs is None:
+        return None
+    alias = derived.alias_or_name.lower()
+    own = table.alias_or_name.lower()
+    unqualified = {c.name.lower() for c in query.find_all(exp.Column) if not c.table}
+    if unqualified & set(outputs):
+        return None  # which table such a name is can only be told by its columns
+    renamed = {name: _requalified(e, own, alias) for name, e in outputs.items()}
     select = query.copy()
+    _name_items(select)
+    target = next(i for i in _from_items(select) if i == derived)
+    scan = table.copy()
+    scan.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
+    target.replace(scan)
+    for column in list(select.find_all(exp.Column)):
+        if column.table.lower() == alias:
+            expression = renamed.get(column.name.lower())
+            if expression is None:
+                return None
+            column.replace(_wrapped(expression))
+    where = inner.args.get("where")
+    if where is not None:
+        select.where(_requalified(where.this, own, alias), copy=False)
+    return select
+
+
+def _plain(inner: exp.Select, query: exp.Select, derived: exp.Subquery) -> bool:
+    """A derived table that only projects and filters, under a query whose items keep their
+    names and that reads no other subquery."""
+    if any(value for part, value in inner.args.items() if part not in _MERGEABLE):
+        return False
+    if inner.find(exp.AggFunc, exp.Window, exp.Star) or any(i.is_star for i in query.expressions):
+        return False
+    if any(nested is not inner for nested in inner.find_all(exp.Query)):
+        return False
+    if any(nested not in (query, derived, inner) for nested in query.find_all(exp.Query)):
+        return False
+    return all(isinstance(item, exp.Alias | exp.Column) for item in query.expressions)
+
+
+def _requalified(expression: exp.Expr, own: str, alias: str) -> exp.Expr:
+    """`expression` over a table now read under `alias`: its columns qualified by it."""
+    copy = expression.copy()
+    for column in copy.find_all(exp.Column):
+        if not column.table or column.table.lower() == own:
+            column.set("table", exp.to_identifier(alias))
+    return copy
+
+
+def _wrapped(expression: exp.Expr) -> exp.Expr:
+    return expression.copy() if isinstance(expression, exp.Column) else exp.paren(expression.copy())
+
+
+def _name_items(select: exp.Select) -> None:
+    """Bare-column items aliased by their own names, which they keep once replaced."""
     select.set(
         "expressions",
         [
@@ -56,13 +164,26 @@ def merged(query: exp.Expr) -> exp.Expr:
             for item in select.expressions
         ],
     )
+
+
+def _merged_whole(query: exp.Select) -> exp.Expr:
+    """A derived table that is the whole FROM, merged (see merged)."""
+    from_ = query.args.get("from_") or query.args.get("from")
+    derived = from_.this if from_ is not None else None
+    if not isinstance(derived, exp.Subquery) or not isinstance(derived.this, exp.Select):
+        return query
+    inner = derived.this
+    outputs = _outputs(derived)
+    if not _plain(inner, query, derived) or outputs is None:
+        return query
+    select = query.copy()
+    _name_items(select)
     select.set("from_", inner.args.get("from_") or inner.args.get("from"))
     for column in list(select.find_all(exp.Column)):
         expression = outputs.get(column.name.lower())
         if expression is None:
             return query
-        column.replace(exp.paren(expression.copy()) if not isinstance(expression, exp.Column)
-                       else expression.copy())  # fmt: skip
+        column.replace(_wrapped(expression))
     select.set("joins", inner.args.get("joins"))
     conditions = [w.this for w in (inner.args.get("where"), select.args.get("where")) if w]
     select.set("where", exp.Where(this=exp.and_(*conditions)) if conditions else None)

@@ -33,6 +33,8 @@ def plan(sql: str):
         ("SELECT 100.0 * SUM(CASE WHEN a > 1 THEN b ELSE 0 END) / SUM(b) AS p FROM t", AGGREGATE),
         ("SELECT a FROM (SELECT t.a FROM t WHERE t.b > 0) s WHERE a < 5", PROJECTION),
         ("SELECT a FROM (SELECT DISTINCT a FROM t) s", PROJECTION),
+        ("WITH s AS (SELECT a FROM t) SELECT a FROM s", PROJECTION),
+        ("WITH s AS (SELECT a, SUM(b) AS n FROM t GROUP BY a) SELECT n FROM s", PROJECTION),
     ],
 )
 def test_incremental_shapes(sql: str, shape: str) -> None:
@@ -57,7 +59,11 @@ def test_incremental_shapes(sql: str, shape: str) -> None:
         ("SELECT a FROM t EXCEPT SELECT a FROM u", "EXCEPT"),
         ("SELECT a FROM t WHERE a IN (SELECT a FROM u)", "subqueries"),
         ("SELECT a FROM (SELECT a FROM t LIMIT 3) s", "derived table"),
-        ("WITH s AS (SELECT a FROM t) SELECT a FROM s", "WITH clauses"),
+        (
+            "WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 AS n FROM r WHERE n < 3) "
+            "SELECT n FROM r",
+            "WITH RECURSIVE",
+        ),
         ("SELECT 1 AS one, COUNT(*) AS n FROM t", "without GROUP BY selects only aggregates"),
         ("SELECT a, COUNT(*) AS n FROM t GROUP BY a HAVING COUNT(*) > (SELECT 1)", "HAVING"),
         ("SELECT a, COUNT(*) AS n, rand() AS r FROM t GROUP BY a", "non-deterministic"),

@@ -298,8 +298,9 @@ def test_any_query_spark_runs_is_a_dynamic_table(summary: LakeSession) -> None:
 
 def test_subqueries_and_derived_tables_refresh_incrementally(summary: LakeSession) -> None:
     """The sources' columns say which table an unqualified name is (the subquery's own first);
-    EXISTS, NOT EXISTS over the same table and IN then run as semi and anti joins, and a derived
-    table that only projects and filters is merged into the query that reads it."""
+    EXISTS, NOT EXISTS over the same table and IN then run as semi and anti joins, a derived
+    table that only projects and filters is merged into the query that reads it, and CTEs are
+    the derived tables they stand for."""
     promoted = (
         "SELECT category, COUNT(*) AS n, SUM(amount) AS total FROM sales_ods "
         "WHERE EXISTS (SELECT 1 FROM promos WHERE promo_category = category AND active) "
@@ -314,12 +315,23 @@ def test_subqueries_and_derived_tables_refresh_incrementally(summary: LakeSessio
         "amount * 2 AS doubled, dt AS d FROM sales_ods WHERE amount > 100) AS s "
         "WHERE doubled < 20000 GROUP BY category"
     )
+    counted = (
+        "WITH big AS (SELECT id, category, amount FROM sales_ods WHERE amount > 100), "
+        "per AS (SELECT category, COUNT(*) AS n FROM big GROUP BY category) "
+        "SELECT n, COUNT(*) AS categories FROM per GROUP BY n"
+    )
+    joined = (
+        "WITH big AS (SELECT s.id, s.category FROM sales_ods s WHERE s.amount > 100) "
+        "SELECT big.id, p.active FROM big JOIN promos p ON big.category = p.promo_category"
+    )
     summary.sql(
         "CREATE TABLE promos (promo_category STRING, active BOOLEAN);"
         "INSERT INTO promos VALUES ('Books', TRUE), ('Sports', TRUE), ('Sports', NULL);"
         f"CREATE DYNAMIC TABLE promoted REFRESH_MODE = INCREMENTAL AS {promoted};"
         f"CREATE DYNAMIC TABLE listed REFRESH_MODE = INCREMENTAL AS {listed};"
-        f"CREATE DYNAMIC TABLE derived REFRESH_MODE = INCREMENTAL AS {derived}"
+        f"CREATE DYNAMIC TABLE derived REFRESH_MODE = INCREMENTAL AS {derived};"
+        f"CREATE DYNAMIC TABLE counted REFRESH_MODE = INCREMENTAL AS {counted};"
+        f"CREATE DYNAMIC TABLE joined REFRESH_MODE = INCREMENTAL AS {joined}"
     )
     assert columns(summary, "SELECT * FROM derived") == ["category", "total", "latest"]
     summary.sql(
@@ -327,9 +339,13 @@ def test_subqueries_and_derived_tables_refresh_incrementally(summary: LakeSessio
         "DELETE FROM promos WHERE promo_category = 'Sports' AND active IS NULL;"
         "INSERT INTO sales_ods VALUES (6, 'Dune', 'Books', 45.50, '2026-06-02');"
         "REFRESH DYNAMIC TABLE promoted; REFRESH DYNAMIC TABLE listed;"
-        "REFRESH DYNAMIC TABLE derived"
+        "REFRESH DYNAMIC TABLE derived; REFRESH DYNAMIC TABLE counted; REFRESH DYNAMIC TABLE joined"
     )
-    for name, query in (("promoted", promoted), ("listed", listed), ("derived", derived)):
+    queries = {
+        "promoted": promoted, "listed": listed, "derived": derived, "counted": counted,
+        "joined": joined,
+    }  # fmt: skip
+    for name, query in queries.items():
         assert history_of(summary, name)[0]["refresh_mode"] == "INCREMENTAL"
         assert sorted(rows(summary, f"SELECT * FROM {name}")) == sorted(rows(summary, query))
     assert sorted(rows(summary, "SELECT category, n FROM promoted")) == [

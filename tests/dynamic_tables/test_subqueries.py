@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 import sqlglot
 
-from lake_assets.dynamic_tables.subqueries import decorrelated, distinct_aliases, merged
+from lake_assets.dynamic_tables.subqueries import (
+    decorrelated,
+    distinct_aliases,
+    inlined,
+    merged,
+)
 
 
 def rewritten(sql: str) -> str:
@@ -78,10 +83,9 @@ def test_a_derived_table_that_only_projects_is_merged_and_names_stay() -> None:
         "GROUP BY nation",
         "SELECT c, COUNT(*) AS n FROM (SELECT k, COUNT(*) AS c FROM t GROUP BY k) s GROUP BY c",
         "SELECT * FROM (SELECT a FROM t) s",
-        "SELECT s.a FROM (SELECT a FROM t) s JOIN u ON s.a = u.a",
     ):
         expression = sqlglot.parse_one(kept, read="spark")
-        assert merged(expression) is expression
+        assert merged(expression).sql(dialect="spark") == expression.sql(dialect="spark")
 
 
 def test_a_subquery_table_under_an_outer_alias_gets_its_own_at_every_depth() -> None:
@@ -94,3 +98,49 @@ def test_a_subquery_table_under_an_outer_alias_gets_its_own_at_every_depth() -> 
         "EXISTS(SELECT 1 FROM t AS t_3 CROSS JOIN u AS u_2 WHERE t_3.k = u_2.k)) AND t.c IN "
         "(SELECT u.c FROM u)"
     )
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        (
+            "WITH r (k, n) AS (SELECT t.a, SUM(t.b) FROM t GROUP BY t.a), "
+            "s AS (SELECT r.k FROM r WHERE r.n > 1) SELECT s.k FROM s JOIN s AS z ON s.k = z.k",
+            "SELECT s.k FROM (SELECT r.k FROM (SELECT t.a, SUM(t.b) FROM t GROUP BY t.a) "
+            "AS r(k, n) WHERE r.n > 1) AS s JOIN (SELECT r.k FROM (SELECT t.a, SUM(t.b) FROM t "
+            "GROUP BY t.a) AS r(k, n) WHERE r.n > 1) AS z ON s.k = z.k",
+        ),
+        ("SELECT a FROM t", "SELECT a FROM t"),
+    ],
+)
+def test_ctes_are_inlined_as_the_derived_tables_they_stand_for(sql: str, expected: str) -> None:
+    assert inlined(sqlglot.parse_one(sql, read="spark")).sql(dialect="spark") == expected
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        (
+            "SELECT f.x, f.yy, u.z FROM (SELECT t.x, t.y * 2 AS yy FROM t WHERE t.y > 0) AS f "
+            "JOIN u ON f.x = u.x WHERE f.yy < 10",
+            "SELECT f.x AS x, (f.y * 2) AS yy, u.z AS z FROM t AS f JOIN u ON f.x = u.x "
+            "WHERE (f.y * 2) < 10 AND f.y > 0",
+        ),
+        (
+            "SELECT g.x FROM (SELECT f.x FROM (SELECT t.x FROM t WHERE t.y > 0) AS f) AS g",
+            "SELECT t.x AS x FROM t WHERE t.y > 0",
+        ),
+        (  # a LEFT JOIN's derived table would need its WHERE in the ON: it stays
+            "SELECT u.z, d.x FROM u LEFT JOIN (SELECT t.x FROM t WHERE t.y > 0) AS d ON u.x = d.x",
+            "SELECT u.z, d.x FROM u LEFT JOIN (SELECT t.x FROM t WHERE t.y > 0) AS d ON u.x = d.x",
+        ),
+        (  # `x` could be either side's
+            "SELECT x FROM (SELECT t.x FROM t) AS f JOIN u ON f.x = u.k",
+            "SELECT x FROM (SELECT t.x FROM t) AS f JOIN u ON f.x = u.k",
+        ),
+    ],
+)
+def test_derived_tables_that_only_project_merge_at_any_depth_and_beside_joins(
+    sql: str, expected: str
+) -> None:
+    assert merged(sqlglot.parse_one(sql, read="spark")).sql(dialect="spark") == expected
