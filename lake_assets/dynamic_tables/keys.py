@@ -114,13 +114,20 @@ def _keyed_by(
     select: exp.Select, scopes: dict[exp.Select, list[str]], found: dict[str, exp.Column]
 ) -> JoinKey | None:
     """The key of one class of equal columns, or None when it leaves a table unkeyed that the
-    key must cover: one no inner join reaches, or every table of a scope."""
+    key must cover: one no inner join reaches, or every table of a scope that no IN or EXISTS
+    of a keyed scope tests (see _tied)."""
     items = scopes[select]
     extended, invisible = _null_extended(select, items)
     outer = extended | invisible
+    tied: dict[exp.Select, tuple[exp.Select, exp.Expr]] = {}
     for scope, aliases in scopes.items():
         keyed = {alias for alias in aliases if alias in found}
-        if not keyed or not _must_key(scope, aliases) <= keyed:
+        if not keyed and scope is not select:
+            link = _tied(scope)
+            if link is None or not any(a in found for a in scopes.get(link[0], [])):
+                return None
+            tied[scope] = link
+        elif not keyed or not _must_key(scope, aliases) <= keyed:
             return None
     present = [found[a].copy() for a in items if a in found and a not in outer]
     visible = [found[a].copy() for a in items if a in found and a not in invisible]
@@ -130,12 +137,20 @@ def _keyed_by(
         expression = exp.Coalesce(this=visible[0], expressions=visible[1:])
     else:
         return None  # the rows no table keys would change key as outer joins match them
+
+    def own(scope: exp.Select) -> exp.Expr:
+        if scope is select:
+            return expression
+        return found[next(alias for alias in scopes[scope] if alias in found)]
+
     others = {}
     for scope, aliases in scopes.items():
-        own = expression if scope is select else found[next(a for a in aliases if a in found)]
-        for alias in aliases:
-            if alias not in found:
-                others[alias] = _key_rows(scope, own)
+        if scope in tied:
+            parent, conjunct = tied[scope]
+            rows = _key_rows(parent, own(parent)).where(conjunct.copy(), copy=False)
+        else:
+            rows = _key_rows(scope, own(scope))
+        others.update({alias: rows for alias in aliases if alias not in found})
     aware = frozenset(
         table.alias_or_name.lower()
         for scope in scopes
@@ -155,6 +170,23 @@ def _not_in(conjunct: exp.Expr) -> bool:
     """`x NOT IN (SELECT …)`: true for no row once the subquery has a NULL, and NULL for a NULL
     `x` once it has any row (Spark's null-aware anti join)."""
     return isinstance(conjunct, exp.Not) and isinstance(conjunct.this.unnest(), exp.In)
+
+
+def _tied(scope: exp.Select) -> tuple[exp.Select, exp.Expr] | None:
+    """The SELECT whose WHERE tests `scope` with IN or EXISTS, ANDed at its top, and that test:
+    a change to the subquery's tables touches the keys of the rows it lets through, whatever
+    columns tie the two."""
+    parent = scope.parent_select
+    if parent is None:
+        return None
+    for conjunct in _where_conjuncts(parent):
+        query = conjunct.args.get("query") if isinstance(conjunct, exp.In) else None
+        tested = query.unnest() if query is not None else None
+        if isinstance(conjunct, exp.Exists):
+            tested = conjunct.this
+        if tested is scope:
+            return parent, conjunct
+    return None
 
 
 def _key_rows(scope: exp.Select, key: exp.Expr) -> exp.Select:

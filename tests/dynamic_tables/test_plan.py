@@ -234,3 +234,17 @@ def test_not_in_keeps_spark_s_null_aware_anti_join_and_keys_its_table() -> None:
     key = join_key(found.branches[0])
     assert key is not None
     assert (key.expression.sql(dialect="spark"), key.null_aware) == ("t.k", frozenset({"u"}))
+
+
+def test_a_subquery_tied_by_in_on_another_column_touches_the_keys_it_lets_through() -> None:
+    found = plan(
+        "SELECT s.name FROM s WHERE s.k IN (SELECT ps.k FROM ps WHERE ps.p IN "
+        "(SELECT p.p FROM p WHERE p.name LIKE 'forest%'))"
+    )
+    assert (found.shape, found.reason) == (PROJECTION, None)
+    key = join_key(found.branches[0])
+    assert key is not None
+    assert sorted(key.columns) == ["ps", "s"]
+    assert key.scopes["p"].sql(dialect="spark") == (
+        "SELECT ps.k FROM ps WHERE ps.p IN (SELECT p.p FROM p WHERE p.name LIKE 'forest%')"
+    )

@@ -304,7 +304,8 @@ def test_keyed_queries_recompute_only_the_keys_a_change_touches(spark, initial, 
 def test_outer_joins_and_subqueries_recompute_the_join_keys_a_change_touches(spark, initial, steps):
     """A LEFT JOIN to a dimension with a condition on it; a FULL JOIN grouped by its join key
     (NULL keys on both sides meet in one group); IN and NOT EXISTS subqueries (semi and anti
-    joins, a NULL category matching nothing)."""
+    joins, a NULL category matching nothing); an IN nested in an IN on another column (a change
+    to the inner subquery's rows touches the categories of the rows it lets through)."""
     check_history(
         spark,
         {
@@ -316,6 +317,8 @@ def test_outer_joins_and_subqueries_recompute_the_join_keys_a_change_touches(spa
             "chosen": "SELECT s.id, s.cat, s.amount FROM src s WHERE s.qty IS NOT NULL "
             "AND s.cat IN (SELECT d.cat FROM dim d WHERE d.weight > 1) "
             "AND NOT EXISTS (SELECT 1 FROM dim x WHERE x.cat = s.cat AND x.label IS NULL)",
+            "nested": "SELECT d.cat, d.label FROM dim d WHERE d.cat IN (SELECT s.cat FROM src s "
+            "WHERE s.name IN (SELECT s2.name FROM src s2 WHERE s2.qty > 1))",
         },
         initial,
         steps,
