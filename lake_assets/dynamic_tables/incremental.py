@@ -421,12 +421,21 @@ def gained_rows(changes: DataFrame, schema: StructType) -> DataFrame:
     return _copies(typed, F.col(MULT), names)
 
 
-def incremental_conf(spark: SparkSession) -> dict[str, str]:
+# Spark's settings for evaluating expressions without generating and compiling code.
+INTERPRETED = {
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
+
+
+def incremental_conf(spark: SparkSession, compiled: bool = True) -> dict[str, str]:
     """An incremental refresh's plans are small: static plans (no per-stage jobs and re-planning)
     and one shuffle partition per core at most (one wave of tasks, fewer files to rewrite).
-    Each took 6-24 % and about 10 % off refreshes after 3-row changes on 1M rows (noisy runs)."""
+    Each took 6-24 % and about 10 % off refreshes after 3-row changes on 1M rows (noisy runs).
+    Not `compiled`, its expressions are interpreted (see choosing.compiled)."""
     configured = int(spark.conf.get("spark.sql.shuffle.partitions", None) or 200)
     # Set for local masters only (resources.spark); a cluster's driver has no such key.
     cores = int(spark.conf.get("spark.default.parallelism", None) or configured)
     partitions = min(configured, cores)
-    return {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(partitions)}
+    conf = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(partitions)}
+    return conf if compiled else {**conf, **INTERPRETED}

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
 from lake_assets.core import failpoints
 from lake_assets.core.commits import fence_at, new_record
@@ -24,8 +23,6 @@ from lake_assets.core.delta import (
 from lake_assets.core.entries import Column
 from lake_assets.core.names import hidden
 from lake_assets.dynamic_tables.incremental import (
-    MULT,
-    col,
     register_sources,
     table_at,
     view_or_self,
@@ -35,10 +32,9 @@ from lake_assets.dynamic_tables.refreshes import REFRESH_MARKER, RefreshMode
 from lake_assets.dynamic_tables.top import TopN
 from lake_assets.dynamic_tables.writing import (
     Write,
-    write_changes,
+    write_difference,
     write_full,
     write_incremental,
-    write_rows,
 )
 from lake_assets.tables.engine import create_delta_table
 
@@ -55,29 +51,18 @@ def ranked_location(location: str) -> str:
 
 def write_top(job: Write, full: bool) -> Commit:
     """Bring the ranked rows to the versions the refresh reads (in full when `full`, or when
-    they have no record of their own yet), then write the top rows: all of them when `full`,
-    else only those that entered or left the top."""
+    they have no record of their own yet), then write only the rows that entered or left the
+    top."""
     rows = _ranked_rows(job, full)
     if full or any(read.previous is None for read in rows.reads):
-        write_full(rows)
+        write_full(rows, only_differences=False)
     elif any(read.changed for read in rows.reads):
         write_incremental(rows)
     failpoints.reached(RANKED_AFTER_COMMIT)
     top = _top(job, rows.entry.location)
-    if full:
-        return write_rows(job, top)
-    job.metadata["mode"] = RefreshMode.INCREMENTAL
-    held = table_at(job.spark, job.entry.location, job.dt_version)
-    names = held.columns
-    changes = (
-        top.withColumn(MULT, F.lit(1))
-        .unionAll(held.withColumn(MULT, F.lit(-1)))
-        .groupBy(*map(col, names))
-        .agg(F.sum(MULT).alias(MULT))
-        .filter(F.col(MULT) != 0)
-        .localCheckpoint()
-    )
-    return write_changes(job, changes, held.schema)
+    if not full:
+        job.metadata["mode"] = RefreshMode.INCREMENTAL
+    return write_difference(job, top)
 
 
 def _top(job: Write, location: str) -> DataFrame:

@@ -31,7 +31,7 @@ from lake_assets.core.delta import (
 from lake_assets.core.entries import StoredRelation, now_utc
 from lake_assets.core.errors import SEE_THE_CAUSE, LakeError
 from lake_assets.core.spark_errors import translate_spark_error
-from lake_assets.dynamic_tables.choosing import why_full
+from lake_assets.dynamic_tables.choosing import compiled, estimate, why_full
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.incremental import (
     SourceRead,
@@ -235,19 +235,22 @@ def _refresh(
         REFRESHES.record(catalog, record)
         phases.end("plan")
         return _outcome(record, phases)
-    reason = why_full(spark, catalog, entry, plan, reads, previous is None, enabled, full)
+    sizes = estimate(spark, catalog, reads)
+    reason = why_full(entry, plan, reads, previous is None, enabled, full, sizes)
     metadata = new_record(
         REFRESH_MARKER,
         trigger=trigger,
         start=start,
         sources={read.name: [read.location, read.version] for read in reads},
     )
-    job = Write(spark, entry, plan, query_of(entry, catalog), reads, fence, metadata, phases)
+    query = query_of(entry, catalog)
+    job = Write(spark, entry, plan, query, reads, fence, metadata, phases, rows_before)
     phases.end("plan")
     commit = None
     if reason is None:
         try:
-            with session_conf(spark, incremental_conf(spark)):
+            conf = incremental_conf(spark, compiled(plan, sizes, rows_before))
+            with session_conf(spark, conf):
                 commit = (
                     write_top(job, full=False) if plan.shape == TOP_N else write_incremental(job)
                 )
@@ -257,7 +260,7 @@ def _refresh(
             first = str(error).strip().splitlines()[0][:300]
             reason = f"the change data feed could not be read: {first}"
     if commit is None:
-        metadata.update(mode=RefreshMode.FULL, reason=reason, replaced_rows=rows_before)
+        metadata.update(mode=RefreshMode.FULL, reason=reason)
         commit = _write(job, full=True)
     failpoints.reached(REFRESH_AFTER_COMMIT)
     if plan.hidden != entry.hidden:
@@ -307,7 +310,7 @@ def _record_from_commit(
     inserted, updated, deleted = row_changes(commit.operation or "", commit.operation_metrics) or (
         0, 0, 0,
     )  # fmt: skip
-    if metadata["mode"] == RefreshMode.FULL:
+    if "replaced_rows" in metadata:  # every row was replaced (see writing.write_rows)
         inserted, deleted = inserted, metadata["replaced_rows"]
     else:
         inserted, deleted = inserted + updated, deleted + updated

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 from sqlglot import exp
 
@@ -20,7 +21,9 @@ from lake_assets.dynamic_tables import pruning
 from lake_assets.dynamic_tables.aggregate import aggregate_merge
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.incremental import (
+    MULT,
     SourceRead,
+    col,
     full_result,
     gained_rows,
     projection_merge,
@@ -31,6 +34,7 @@ from lake_assets.dynamic_tables.incremental import row_changes as result_changes
 from lake_assets.dynamic_tables.keyed import keyed_changes
 from lake_assets.dynamic_tables.plan import AGGREGATE, KEYED, Plan
 from lake_assets.dynamic_tables.refreshes import RefreshMode
+from lake_assets.sql.types import holds_map
 
 # Where tests kill this process to prove crash safety (LAKE_FAILPOINT=<name>).
 REFRESH_BEFORE_COMMIT = "refresh-before-commit"
@@ -64,6 +68,8 @@ class Write:
     fence: Fence
     metadata: dict[str, Any]
     phases: Phases
+    # The table's rows at `fence.version` (what replacing them all removes).
+    rows_before: int = 0
 
     @property
     def dt_version(self) -> int:
@@ -127,17 +133,43 @@ def write_changes(job: Write, changes: DataFrame, schema: StructType) -> Commit:
     return job.committed(lambda: gained.write.format("delta").mode("append").save(location))
 
 
-def write_full(job: Write) -> Commit:
-    """The query's result replaces the table's rows, with the state columns the plan keeps
-    (another plan's, as an earlier version laid them out, are replaced too)."""
+def write_full(job: Write, only_differences: bool = True) -> Commit:
+    """The query's result, with the state columns the plan keeps, becomes the table's rows:
+    `only_differences` written (see write_difference), or replacing them all (as when an earlier
+    version laid out other state columns)."""
     register_sources(job.spark, job.reads, changes=False)
     names = [c.name for c in job.entry.columns] + list(job.plan.hidden)
     by_name = {read.name: read for read in job.reads}
-    return write_rows(job, full_result(job.spark, job.plan, job.query, by_name, names))
+    result = full_result(job.spark, job.plan, job.query, by_name, names)
+    return write_difference(job, result) if only_differences else write_rows(job, result)
+
+
+def write_difference(job: Write, rows: DataFrame) -> Commit:
+    """`rows` become the table's rows, but only those that differ from its rows now are written
+    (added or removed), so that a reader of its changes sees the net difference alone. They
+    are written whole when the table is empty, and replace its rows when its state columns were
+    laid out for another plan or a column holds a MAP (which Spark cannot group)."""
+    held = table_at(job.spark, job.entry.location, job.dt_version)
+    relaid = job.plan.hidden != job.entry.hidden
+    maps = any(holds_map(field.dataType) for field in held.schema.fields)
+    if relaid or maps or job.rows_before == 0:
+        return write_rows(job, rows)
+    names = held.columns
+    changes = (
+        rows.toDF(*names)
+        .withColumn(MULT, F.lit(1))
+        .unionAll(held.withColumn(MULT, F.lit(-1)))
+        .groupBy(*map(col, names))
+        .agg(F.sum(MULT).alias(MULT))
+        .filter(F.col(MULT) != 0)
+        .localCheckpoint()
+    )
+    return write_changes(job, changes, held.schema)
 
 
 def write_rows(job: Write, frame: DataFrame) -> Commit:
     """`frame` replaces the table's rows in the refresh's one commit."""
+    job.metadata["replaced_rows"] = job.rows_before
     writer = frame.write.format("delta").mode("overwrite")
     writer = writer.option("maxRecordsPerFile", pruning.ROWS_PER_FILE)
     if job.plan.hidden != job.entry.hidden:
