@@ -25,7 +25,7 @@ from sqlglot import exp
 from lake_assets.core.delta import delta_ref, quote_name
 from lake_assets.core.names import hidden
 from lake_assets.dynamic_tables import pruning
-from lake_assets.dynamic_tables.keys import JoinKey, join_key, key_of
+from lake_assets.dynamic_tables.keys import JoinKey, Parameter, join_key, key_of
 from lake_assets.dynamic_tables.plan import Plan, by_join_key, derived_table, key_name
 from lake_assets.dynamic_tables.queries import (
     key_rows,
@@ -155,6 +155,16 @@ def _view_as_last_read(spark: SparkSession, read: SourceRead, registered: set[st
     return read.view("old")
 
 
+def _as_last_read(
+    spark: SparkSession, reads: dict[str, SourceRead], name: str, registered: set[str]
+) -> str:
+    """The relation to read for `name` as the last refresh read it."""
+    read = reads.get(name)
+    if read is not None and read.changed:
+        return _view_as_last_read(spark, read, registered)
+    return view_or_self(reads, name, "new")
+
+
 def signed_rows(
     spark: SparkSession,
     branches: tuple[exp.Select, ...],
@@ -206,11 +216,16 @@ def _by_join_key(
     rows of that value (and the rows inner-joined to those), so the change is the branch's rows
     of the keys the changed rows reach, now (+1) less as last read (-1)."""
     column = hidden("join_key")
-    touched = []
+    touched = [
+        keys.toDF(column)
+        for number, parameter in enumerate(key.parameters)
+        for keys in _decided_otherwise(spark, parameter, reads, registered, f"{index}_{number}")
+    ]
+    parameters = {alias for parameter in key.parameters for alias in parameter.aliases}
     for table in references(branch):
         read = reads[table.name.lower()]
         alias = table.alias_or_name.lower()
-        if not read.changed:
+        if not read.changed or alias in parameters:
             continue
         for kind, others in (("pos", "new"), ("neg", "old")):
             if alias in key.columns:
@@ -241,6 +256,41 @@ def _by_join_key(
     )
     assert isinstance(restricted, exp.Select), "a branch is one SELECT"
     return _now_less_before(spark, restricted, reads, names, registered)
+
+
+def _decided_otherwise(
+    spark: SparkSession,
+    parameter: Parameter,
+    reads: dict[str, SourceRead],
+    registered: set[str],
+    name: str,
+) -> list[DataFrame]:
+    """The keys of the rows (as read now) whose condition decides otherwise with the parameter's
+    value now than as last read; none when the value is the same. A row that changed gives its
+    key by itself, so the rows as read now are enough."""
+    tables = [reads[table.name.lower()] for table in references(parameter.query)]
+    if not any(read.changed for read in tables):
+        return []
+    now = rewrite(parameter.query, lambda _, table: view_or_self(reads, table, "new"))
+    then = rewrite(parameter.query, lambda _, name: _as_last_read(spark, reads, name, registered))
+    values = {}
+    for time, sql in (("now", now), ("then", then)):
+        frame = spark.sql(sql)
+        values[time] = frame.collect()
+        view = hidden(f"parameter_{name}_{time}")
+        frame.toDF("value").createOrReplaceTempView(view)
+    if values["now"] == values["then"]:
+        return []
+    conditions = []
+    for time in ("now", "then"):
+        conjunct = parameter.conjunct.copy()
+        held = next(s for s in conjunct.find_all(exp.Subquery) if s.this == parameter.query)
+        value = exp.select("value").from_(hidden(f"parameter_{name}_{time}"))
+        held.replace(exp.Subquery(this=value))
+        conditions.append(conjunct)
+    same = exp.NullSafeEQ(this=conditions[0], expression=conditions[1])
+    rows = parameter.rows.where(exp.not_(same))
+    return [spark.sql(rewrite(rows, lambda _, table: view_or_self(reads, table, "new")))]
 
 
 def _null_keys_changed(
@@ -294,14 +344,8 @@ def _now_less_before(
 ) -> list[DataFrame]:
     """The query's rows over the sources now (+1) and as the last refresh read them (-1)."""
 
-    def before(_: int, name: str) -> str:
-        read = reads.get(name)
-        if read is not None and read.changed:
-            return _view_as_last_read(spark, read, registered)
-        return view_or_self(reads, name, "new")
-
     now = spark.sql(rewrite(query, lambda _, name: view_or_self(reads, name, "new")))
-    then = spark.sql(rewrite(query, before))
+    then = spark.sql(rewrite(query, lambda _, name: _as_last_read(spark, reads, name, registered)))
     return [
         now.toDF(*names).withColumn(MULT, F.lit(1)),
         then.toDF(*names).withColumn(MULT, F.lit(-1)),

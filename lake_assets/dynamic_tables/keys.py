@@ -74,6 +74,18 @@ _GLOBAL = ("limit", "offset", "order", "qualify")
 
 
 @dataclass(frozen=True)
+class Parameter:
+    """An uncorrelated scalar subquery in a WHERE (`x > (SELECT AVG(x) FROM t)`): one value for
+    every row, so when it changes, it touches the keys of the rows whose condition it holds
+    (`conjunct`, over `rows`: the key rows of the scope that tests it) decides otherwise."""
+
+    query: exp.Select
+    conjunct: exp.Expr
+    rows: exp.Select
+    aliases: frozenset[str]
+
+
+@dataclass(frozen=True)
 class JoinKey:
     """The key of a query whose rows of one key value come from source rows of that value (and
     any rows of tables inner-joined to them): `expression` gives it from a result row, `columns`
@@ -86,6 +98,7 @@ class JoinKey:
     # Tables a NOT IN reads (null-aware anti joins): one of their rows with a NULL key decides
     # every row, and any of their changes may decide the rows whose key is NULL.
     null_aware: frozenset[str] = frozenset()
+    parameters: tuple[Parameter, ...] = ()
 
 
 def join_key(select: exp.Select) -> JoinKey | None:
@@ -94,8 +107,11 @@ def join_key(select: exp.Select) -> JoinKey | None:
     of its inner-joined tables, so that the result rows of one key value depend on source rows
     of that value, and on inner-joined tables' rows only through the rows they join. As an
     expression that is the key in every result row: a column of a table no join extends with
-    NULLs, else COALESCE over the visible tables' columns. None when there is none."""
-    scopes = _scopes(select)
+    NULLs, else COALESCE over the visible tables' columns. None when there is none. An
+    uncorrelated scalar subquery in a WHERE is no scope: it is a Parameter of the query."""
+    parameters = _parameters(select)
+    inside = {id(s) for query, _, _ in parameters for s in query.find_all(exp.Select)}
+    scopes = _scopes(select, inside)
     if scopes is None:
         return None
     order = [alias for aliases in scopes.values() for alias in aliases]
@@ -104,14 +120,17 @@ def join_key(select: exp.Select) -> JoinKey | None:
         for alias, name in sorted(members):
             names.setdefault(alias, name)
         found = {alias: exp.column(names[alias], table=alias) for alias in order if alias in names}
-        key = _keyed_by(select, scopes, found)
+        key = _keyed_by(select, scopes, found, parameters)
         if key is not None:
             return key
     return None
 
 
 def _keyed_by(
-    select: exp.Select, scopes: dict[exp.Select, list[str]], found: dict[str, exp.Column]
+    select: exp.Select,
+    scopes: dict[exp.Select, list[str]],
+    found: dict[str, exp.Column],
+    parameters: list[tuple[exp.Select, exp.Select, exp.Expr]],
 ) -> JoinKey | None:
     """The key of one class of equal columns, or None when it leaves a table unkeyed that the
     key must cover: one no inner join reaches, or every table of a scope that no IN or EXISTS
@@ -158,7 +177,60 @@ def _keyed_by(
         if _not_in(conjunct)
         for table in conjunct.find_all(exp.Table)
     )
-    return JoinKey(expression, found, others, aware)
+    if any(
+        scope is not select and not any(a in found for a in scopes[scope])
+        for _, scope, _ in parameters
+    ):
+        return None  # a scope without a key of its own cannot give the rows a parameter decides
+    held = tuple(
+        Parameter(query, conjunct, _key_rows(scope, own(scope)), _aliases(query))
+        for query, scope, conjunct in parameters
+    )
+    return JoinKey(expression, found, others, aware, held)
+
+
+def _aliases(query: exp.Select) -> frozenset[str]:
+    return frozenset(t.alias_or_name.lower() for t in query.find_all(exp.Table))
+
+
+def _parameters(select: exp.Select) -> list[tuple[exp.Select, exp.Select, exp.Expr]]:
+    """The uncorrelated scalar subqueries ANDed in a WHERE of the query or of its subqueries,
+    each with the SELECT that tests it and that conjunct, whose other columns are that SELECT's
+    own tables'."""
+    found = []
+    for scope in select.find_all(exp.Select):
+        aliases = {t.alias_or_name.lower() for t in _tables(scope)}
+        for conjunct in _where_conjuncts(scope):
+            for subquery in conjunct.find_all(exp.Subquery):
+                query = subquery.this
+                if (
+                    isinstance(query, exp.Select)
+                    and not isinstance(subquery.parent, exp.In | exp.Exists)
+                    and subquery.parent_select is scope
+                    and _uncorrelated(query)
+                    and _own_columns(conjunct, subquery, aliases)
+                ):
+                    found.append((query, scope, conjunct))
+    return found
+
+
+def _uncorrelated(query: exp.Select) -> bool:
+    """Whether every column of the subquery names one of its own tables."""
+    aliases = _aliases(query)
+    return all(c.table and c.table.lower() in aliases for c in query.find_all(exp.Column))
+
+
+def _own_columns(conjunct: exp.Expr, subquery: exp.Subquery, aliases: set[str]) -> bool:
+    """Whether the conjunct's columns outside `subquery` are all of the tables in `aliases`,
+    and it holds no other subquery."""
+    inside = {id(node) for node in subquery.walk()}
+    if any(id(q) not in inside for q in conjunct.find_all(exp.Query)):
+        return False
+    return all(
+        c.table and c.table.lower() in aliases
+        for c in conjunct.find_all(exp.Column)
+        if id(c) not in inside
+    )
 
 
 def _where_conjuncts(select: exp.Select) -> list[exp.Expr]:
@@ -210,12 +282,15 @@ def _tables(select: exp.Select) -> list[exp.Table]:
     return items + [join.this for join in select.args.get("joins") or []]
 
 
-def _scopes(select: exp.Select) -> dict[exp.Select, list[str]] | None:
-    """The query's SELECTs (itself and its subqueries) with the aliases of the tables each
-    reads; None unless every FROM item is a table and every alias names one table."""
+def _scopes(select: exp.Select, parameters: set[int]) -> dict[exp.Select, list[str]] | None:
+    """The query's SELECTs (itself and its subqueries, but not those of its `parameters`) with
+    the aliases of the tables each reads; None unless every FROM item is a table and every alias
+    names one table."""
     scopes: dict[exp.Select, list[str]] = {}
     seen: set[str] = set()
     for scope in select.find_all(exp.Select, bfs=True):
+        if id(scope) in parameters:
+            continue
         tables = _tables(scope)
         if not tables or not all(isinstance(t, exp.Table) for t in tables):
             return None

@@ -100,6 +100,8 @@ def _merged_one(query: exp.Select, derived: exp.Subquery) -> exp.Select | None:
     inner = derived.this
     if not isinstance(inner, exp.Select) or not _plain(inner, query, derived):
         return None
+    if _reads_subqueries(inner):
+        return None  # beside joins, a subquery's correlation could name another FROM item
     table = (inner.args.get("from_") or inner.args["from"]).this
     outputs = _outputs(derived)
     if not isinstance(table, exp.Table) or inner.args.get("joins") or outputs is None:
@@ -129,17 +131,22 @@ def _merged_one(query: exp.Select, derived: exp.Subquery) -> exp.Select | None:
 
 
 def _plain(inner: exp.Select, query: exp.Select, derived: exp.Subquery) -> bool:
-    """A derived table that only projects and filters, under a query whose items keep their
-    names and that reads no other subquery."""
+    """A derived table that only projects and filters (its WHERE may test subqueries of its
+    own), under a query whose items keep their names and that reads no other subquery."""
     if any(value for part, value in inner.args.items() if part not in _MERGEABLE):
         return False
-    if inner.find(exp.AggFunc, exp.Window, exp.Star) or any(i.is_star for i in query.expressions):
+    if any(item.find(exp.AggFunc, exp.Window, exp.Star) for item in inner.expressions):
         return False
-    if any(nested is not inner for nested in inner.find_all(exp.Query)):
+    if any(i.is_star for i in query.expressions):
         return False
-    if any(nested not in (query, derived, inner) for nested in query.find_all(exp.Query)):
+    own = {id(nested) for nested in (query, derived, *inner.find_all(exp.Query))}
+    if any(id(nested) not in own for nested in query.find_all(exp.Query)):
         return False
     return all(isinstance(item, exp.Alias | exp.Column) for item in query.expressions)
+
+
+def _reads_subqueries(select: exp.Select) -> bool:
+    return any(nested is not select for nested in select.find_all(exp.Query))
 
 
 def _requalified(expression: exp.Expr, own: str, alias: str) -> exp.Expr:

@@ -248,3 +248,32 @@ def test_a_subquery_tied_by_in_on_another_column_touches_the_keys_it_lets_throug
     assert key.scopes["p"].sql(dialect="spark") == (
         "SELECT ps.k FROM ps WHERE ps.p IN (SELECT p.p FROM p WHERE p.name LIKE 'forest%')"
     )
+
+
+def test_an_uncorrelated_scalar_subquery_in_a_keyed_where_is_a_parameter() -> None:
+    found = plan(
+        "SELECT c.region, COUNT(*) AS n FROM (SELECT c.region, c.k FROM c "
+        "WHERE c.bal > (SELECT AVG(c2.bal) FROM c c2 WHERE c2.bal > 0) "
+        "AND NOT EXISTS (SELECT * FROM o WHERE o.k = c.k)) AS c GROUP BY c.region"
+    )
+    assert (found.shape, found.reason) == (AGGREGATE, None)
+    key = join_key(found.branches[0])
+    assert key is not None
+    (parameter,) = key.parameters
+    assert (key.expression.sql(dialect="spark"), parameter.aliases) == ("c.k", {"c2"})
+    assert parameter.conjunct.sql(dialect="spark").startswith("c.bal > (SELECT AVG(c2.bal)")
+    assert parameter.rows.sql(dialect="spark") == (
+        "SELECT c.k FROM c LEFT ANTI JOIN o AS o ON o.k = c.k"
+    )
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT t.a FROM t WHERE t.v > (SELECT AVG(u.v) FROM u)",  # no key to give rows by
+        "SELECT t.a FROM t WHERE t.v > (SELECT AVG(u.v) FROM u WHERE u.a = t.a) + "
+        "(SELECT MIN(w.v) FROM w)",  # correlated beside it in one condition
+    ],
+)
+def test_scalar_subqueries_without_a_key_stay_full(sql: str) -> None:
+    assert plan(sql).reason is not None

@@ -331,7 +331,8 @@ def test_outer_joins_and_subqueries_recompute_the_join_keys_a_change_touches(spa
 def test_correlated_subqueries_and_tables_joined_off_the_key(spark, initial, steps):
     """A scalar subquery correlated by the key (an aggregate of the row's own category); an
     EXISTS keyed by name over rows joined to a dimension by category (a dimension change reaches
-    the names of the rows it joins)."""
+    the names of the rows it joins); uncorrelated scalar subqueries beside an EXISTS keyed by
+    category (rows that did not change cross the average as it moves)."""
     check_history(
         spark,
         {
@@ -339,6 +340,10 @@ def test_correlated_subqueries_and_tables_joined_off_the_key(spark, initial, ste
             "(SELECT AVG(s2.amount) FROM src s2 WHERE s2.cat = s.cat AND s2.id <> s.id)",
             "named": "SELECT s.id, d.label, d.weight FROM src s JOIN dim d ON s.cat = d.cat "
             "WHERE EXISTS (SELECT 1 FROM src s2 WHERE s2.name = s.name AND s2.qty > s.qty)",
+            "over_average": "SELECT s.cat, COUNT(*) AS n, SUM(s.qty) AS q FROM src s "
+            "WHERE s.amount > (SELECT AVG(s2.amount) FROM src s2) "
+            "AND s.qty >= (SELECT MIN(d.weight) FROM dim d) "
+            "AND EXISTS (SELECT 1 FROM dim d2 WHERE d2.cat = s.cat) GROUP BY s.cat",
         },
         initial,
         steps,

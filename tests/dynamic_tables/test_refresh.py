@@ -354,6 +354,17 @@ def test_subqueries_and_derived_tables_refresh_incrementally(summary: LakeSessio
     ]  # fmt: skip
 
 
+def refreshed_through(lake: LakeSession, name: str, query: str, steps: list[str]) -> list[list]:
+    """The table's rows after each step and an incremental refresh, each equal to its query's."""
+    held = []
+    for step in steps:
+        lake.sql(f"{step}; REFRESH DYNAMIC TABLE {name}")
+        assert history_of(lake, name)[0]["refresh_mode"] == "INCREMENTAL"
+        held.append(sorted(rows(lake, f"SELECT * FROM {name}"), key=str))
+        assert held[-1] == sorted(rows(lake, query), key=str), step
+    return held
+
+
 def test_not_in_follows_the_nulls_of_its_subquery(summary: LakeSession) -> None:
     """One NULL among NOT IN's rows keeps no row at all; a row whose category is NULL is kept
     only while the subquery has no rows."""
@@ -371,14 +382,38 @@ def test_not_in_follows_the_nulls_of_its_subquery(summary: LakeSession) -> None:
         "DELETE FROM banned",
         "INSERT INTO banned VALUES ('Books')",
     ]
-    sizes = []
-    for step in steps:
-        summary.sql(f"{step}; REFRESH DYNAMIC TABLE allowed")
-        assert history_of(summary, "allowed")[0]["refresh_mode"] == "INCREMENTAL"
-        held = sorted(rows(summary, "SELECT * FROM allowed"), key=str)
-        assert held == sorted(rows(summary, allowed), key=str), step
-        sizes.append(len(held))
-    assert sizes == [0, 0, 3, 6, 4]
+    held = refreshed_through(summary, "allowed", allowed, steps)
+    assert [len(rows_held) for rows_held in held] == [0, 0, 3, 6, 4]
+
+
+def test_an_uncorrelated_scalar_subquery_touches_the_rows_it_decides_otherwise(
+    summary: LakeSession,
+) -> None:
+    """When the average moves, rows that did not change cross it: their keys are recomputed."""
+    above = (
+        "SELECT category, COUNT(*) AS n, SUM(amount) AS total FROM sales_ods s "
+        "WHERE amount > (SELECT AVG(a.amount) FROM sales_ods a) "
+        "AND NOT EXISTS (SELECT * FROM banned b WHERE b.category = s.category) GROUP BY category"
+    )
+    summary.sql(
+        "CREATE TABLE banned (category STRING);"
+        f"CREATE DYNAMIC TABLE above REFRESH_MODE = INCREMENTAL AS {above}"
+    )
+    steps = [
+        "INSERT INTO sales_ods VALUES (6, 'Dune', 'Books', 45.50, '2026-06-02')",
+        "UPDATE sales_ods SET amount = 100 WHERE id = 2",
+        "DELETE FROM sales_ods WHERE id = 1",
+        "INSERT INTO banned VALUES ('Sports')",
+        "INSERT INTO sales_ods VALUES (7, 'Lego', 'Toys', 100000, '2026-06-02')",
+    ]
+    held = refreshed_through(summary, "above", above, steps)
+    assert [[(category, n) for category, n, _ in rows_held] for rows_held in held] == [
+        [("Electronics", 2)],
+        [("Electronics", 1)],
+        [("Books", 1), ("Sports", 2)],
+        [("Books", 1)],
+        [("Toys", 1)],
+    ]
 
 
 def test_refresh_mode_full_incremental_and_auto_by_the_size_of_the_change(

@@ -65,6 +65,24 @@ def test_other_subqueries_stay_as_written(sql: str) -> None:
     assert rewritten(sql) == sqlglot.parse_one(sql, read="spark").sql(dialect="spark")
 
 
+def test_a_derived_table_that_tests_subqueries_is_merged_as_the_whole_from() -> None:
+    """Its subqueries keep reading what they read (its tables, under the same names); beside
+    a join such a derived table stays, as a correlation could then name the other FROM item."""
+    sql = (
+        "SELECT code, COUNT(*) AS n FROM (SELECT SUBSTRING(c.phone, 1, 2) AS code FROM c "
+        "WHERE c.bal > (SELECT AVG(c2.bal) FROM c c2) AND NOT EXISTS "
+        "(SELECT * FROM o WHERE o.k = c.k)) AS sale GROUP BY code"
+    )
+    assert merged(sqlglot.parse_one(sql, read="spark")).sql(dialect="spark") == (
+        "SELECT (SUBSTRING(c.phone, 1, 2)) AS code, COUNT(*) AS n FROM c "
+        "WHERE c.bal > (SELECT AVG(c2.bal) FROM c AS c2) "
+        "AND NOT EXISTS(SELECT * FROM o WHERE o.k = c.k) GROUP BY (SUBSTRING(c.phone, 1, 2))"
+    )
+    beside = "SELECT s.a, t.b FROM (SELECT c.a FROM c WHERE EXISTS (SELECT 1 FROM o)) s JOIN t"
+    query = sqlglot.parse_one(beside, read="spark")
+    assert merged(query).sql(dialect="spark") == query.sql(dialect="spark")
+
+
 def test_a_derived_table_that_only_projects_is_merged_and_names_stay() -> None:
     """Outer items keep their names (a bare column is aliased by it); conditions of both levels
     are ANDed; an unnamed outer expression would change its name, so such a query stays."""
