@@ -19,8 +19,8 @@ from lake_assets.dynamic_tables.queries import references
 # AUTO recomputes once the rows changed since the last refresh reach this share of the sources'
 # rows: reading and folding that many changes costs about what reading the sources whole does.
 AUTO_FULL_SHARE = 0.2
-# ... and only sources this large: under it both refreshes take about as long, and applying the
-# changes writes only the rows that changed.
+# ... and only sources this large: smaller ones keep applying their changes, although a FULL
+# refresh of them measured 3-6 times cheaper (bench/tpch.py at scales 0.01 and 0.1).
 AUTO_MIN_ROWS = 100_000
 # An incremental refresh that reads fewer rows than this runs interpreted: compiling Spark's
 # generated code for each of its statements costs more than it saves (bench/summary_refresh.py:

@@ -19,6 +19,7 @@ from lake_assets.dynamic_tables.plan import (
     SUM,
     TOP_N,
     Plan,
+    by_join_key,
     classify,
     notes,
     outer_join,
@@ -40,6 +41,10 @@ _TOP = (
     "that enter or leave the top are written"
 )
 _UNION = "each branch's changes, added up"
+_PARAMETER = (
+    "one value for every row, read now and as last read: when it moved, the keys of the rows "
+    "whose condition it decides otherwise are touched too"
+)
 _FOLDED = "folded into the group's hidden state"
 _KEYED = (
     "the keys of the rows the change gains or loses: the query is run for those keys alone, "
@@ -131,6 +136,7 @@ def _select(select: exp.Select, plan: Plan, depth: int) -> Iterator[tuple[int, s
     where = select.args.get("where")
     if where is not None:
         yield depth, f"Filter {where.this.sql(dialect='spark')[:80]}", _ROWWISE
+        yield from _parameters(select, depth + 1)
         depth += 1
     scans = references(select)
     joins = select.args.get("joins") or []
@@ -143,6 +149,13 @@ def _select(select: exp.Select, plan: Plan, depth: int) -> Iterator[tuple[int, s
         depth += 1
     for table in scans:
         yield depth, f"Scan {table.name.lower()}", _SCAN
+
+
+def _parameters(select: exp.Select, depth: int) -> Iterator[tuple[int, str, str]]:
+    """The filter's uncorrelated scalar subqueries (see keys.Parameter)."""
+    key = join_key(select) if by_join_key(select) else None
+    for parameter in key.parameters if key is not None else ():
+        yield depth, f"Parameter ({parameter.query.sql(dialect='spark')[:80]})", _PARAMETER
 
 
 def _columns(select: exp.Select) -> str:

@@ -97,3 +97,15 @@ def test_unqualified_subqueries_are_qualified_by_the_sources_columns_and_run_as_
         "WHERE EXISTS (SELECT * FROM lineitem WHERE l_orderkey = o_orderkey)"
     )
     assert unknown[0][1].startswith("FULL: subqueries")  # without the columns: either side's
+
+
+def test_an_uncorrelated_scalar_subquery_is_shown_as_a_parameter_of_the_filter() -> None:
+    rows = explained(
+        "EXPLAIN CREATE DYNAMIC TABLE d AS SELECT c.region, COUNT(*) AS n FROM c "
+        "WHERE c.bal > (SELECT AVG(c2.bal) FROM c c2) AND NOT EXISTS "
+        "(SELECT * FROM o WHERE o.k = c.k) GROUP BY c.region"
+    )
+    assert rows[0][1].startswith("INCREMENTAL")
+    (parameter,) = [(operator, rule) for operator, rule in rows if "Parameter" in operator]
+    assert parameter[0].strip() == "Parameter (SELECT AVG(c2.bal) FROM c AS c2)"
+    assert parameter[1].startswith("one value for every row, read now and as last read")
