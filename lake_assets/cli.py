@@ -19,7 +19,7 @@ from lake_assets.lake_session import LakeSession
 from lake_assets.output import FORMATS, write_result
 from lake_assets.sql.grammar import StatementError
 from resources import spark_cluster
-from resources.jvm import SPARK_JAR_SETS, check_java, fetch_jars
+from resources.jvm import SPARK_JAR_SETS, check_java, fetch_jars, lake_jar
 from resources.kafka_broker import DEFAULT_PORT as KAFKA_PORT
 from resources.kafka_broker import serve as serve_kafka
 from resources.spark import DeltaSparkResource
@@ -156,9 +156,13 @@ def run_setup(args: argparse.Namespace) -> int:
             f"{len(fetch_jars(jar_set, settings.jars_dir))} of {jar_set.name}"
             for jar_set in SPARK_JAR_SETS
         ]
+        lake_jar(settings.jars_dir)
     except LakeError as error:
         return _fail(str(error), args.debug)
-    print(f"Java found; jars cached under {settings.jars_dir}: {', '.join(counts)}")
+    print(
+        f"Java found; jars cached and the lake's classes compiled under {settings.jars_dir}: "
+        f"{', '.join(counts)}"
+    )
     return 0
 
 

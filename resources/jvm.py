@@ -52,12 +52,14 @@ KAFKA_BROKER = JarSet(
 )
 # On every Spark session's classpath, local or Spark Connect server; `lake setup` fetches them.
 SPARK_JAR_SETS = (DELTA, SPARK_KAFKA, S3A)
-# Delta's log store for an `s3a://` warehouse: commits by S3 conditional PUT (README: Warehouse in
-# object storage), built from its source here on first use.
+# Our own Java, compiled on first use against pyspark's Hadoop, Delta and S3A (`lake setup` does it
+# once): Delta's log store for an `s3a://` warehouse (commits by conditional PUT; README: Warehouse
+# in object storage) and Hadoop's local filesystem without the `chmod` and `readlink` processes it
+# starts for each file it writes when no native Hadoop library is loaded (local masters use it).
 S3_LOG_STORE = "lake.storage.ConditionalPutS3LogStore"
-_S3_LOG_STORE_SOURCE = (
-    Path(__file__).parent.joinpath("java", *S3_LOG_STORE.split(".")).with_suffix(".java")
-)
+LOCAL_FILE_SYSTEM = "lake.storage.LocalFileSystem"
+LOCAL_FILE_CONTEXT = "lake.storage.LocalFs"
+_JAVA_SOURCES = Path(__file__).with_name("java")
 
 
 def check_java() -> str:
@@ -69,8 +71,8 @@ def check_java() -> str:
     if java:
         return java
     raise LakeError(
-        "Spark and Kafka need a Java 17 runtime and none was found",
-        "install it (for example `apt-get install openjdk-17-jre-headless`) or set JAVA_HOME",
+        "Spark and Kafka need Java 17 and none was found",
+        "install a JDK (for example `apt-get install openjdk-17-jdk-headless`) or set JAVA_HOME",
     )
 
 
@@ -135,11 +137,12 @@ def fetch_jars(jar_set: JarSet, jars_dir: Path) -> list[Path]:
     return cached_jars(jar_set, jars_dir)
 
 
-def s3_log_store_jar(jars_dir: Path) -> Path:
-    """The S3 log store compiled against pyspark's Hadoop, Delta and S3A, cached per source."""
-    source = _S3_LOG_STORE_SOURCE.read_bytes()
-    folder = jars_dir / f"lake-s3-log-store-{hashlib.sha256(source).hexdigest()[:12]}"
-    jar = folder / "lake-s3-log-store.jar"
+def lake_jar(jars_dir: Path) -> Path:
+    """Our Java classes in one jar, cached per source."""
+    sources = sorted(_JAVA_SOURCES.rglob("*.java"))
+    digest = hashlib.sha256(b"".join(source.read_bytes() for source in sources)).hexdigest()
+    folder = jars_dir / f"lake-java-{digest[:12]}"
+    jar = folder / "lake.jar"
     if jar.exists():
         return jar
     import pyspark  # imported on use: loading the code location never needs it
@@ -160,7 +163,7 @@ def s3_log_store_jar(jars_dir: Path) -> Path:
             os.pathsep.join(str(entry) for entry in classpath),
             "-d",
             str(classes),
-            str(_S3_LOG_STORE_SOURCE),
+            *(str(source) for source in sources),
         ],
         capture_output=True,
         text=True,
@@ -168,7 +171,7 @@ def s3_log_store_jar(jars_dir: Path) -> Path:
     )
     if result.returncode != 0:
         raise LakeError(
-            f"could not compile the S3 log store {_S3_LOG_STORE_SOURCE.name}: "
+            f"could not compile the lake's Java classes in {_JAVA_SOURCES}: "
             f"{result.stderr.strip()[:300]}",
             "check that the JDK is Java 17 or newer and that `lake setup` fetched the jars",
         )
@@ -190,7 +193,7 @@ def _javac() -> str:
     if javac:
         return javac
     raise LakeError(
-        "a warehouse in S3 (LAKE_WAREHOUSE=s3a://…) needs a Java compiler to build its Delta log "
-        "store, and none was found",
+        "the lake builds its Java classes (Delta's S3 log store, the local filesystem) with a Java "
+        "compiler, and none was found",
         "install a JDK (for example `apt-get install openjdk-17-jdk-headless`) or set JAVA_HOME",
     )

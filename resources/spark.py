@@ -24,12 +24,14 @@ from pyspark.sql import SparkSession
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LOCAL_MASTER, LakeSettings
 from resources.jvm import (
+    LOCAL_FILE_CONTEXT,
+    LOCAL_FILE_SYSTEM,
     S3_LOG_STORE,
     SPARK_JAR_SETS,
     check_java,
     extra_jvm_options,
     fetch_jars,
-    s3_log_store_jar,
+    lake_jar,
 )
 from resources.s3a import endpoint_settings
 
@@ -73,6 +75,9 @@ def spark_conf(settings: LakeSettings, environ: Mapping[str, str] | None = None)
         conf["spark.sql.sources.parallelPartitionDiscovery.parallelism"] = str(cores)
         # Nothing outside this machine talks to a local driver: its ports stay on loopback.
         conf["spark.driver.bindAddress"] = conf["spark.driver.host"] = "127.0.0.1"
+        # Files written without a `chmod` process each (resources/jvm.py): ~4 ms per file.
+        conf["spark.hadoop.fs.file.impl"] = LOCAL_FILE_SYSTEM
+        conf["spark.hadoop.fs.AbstractFileSystem.file.impl"] = LOCAL_FILE_CONTEXT
     if settings.warehouse_location.startswith("s3a://"):
         conf.update(s3a_conf(environ))
     conf.update(settings.spark_conf)
@@ -105,13 +110,19 @@ def local_cores(master: str) -> int | None:
 
 
 def with_spark_jars(config: dict[str, str], jars_dir: Path) -> dict[str, str]:
-    """`config` with the Spark jar sets' cached jars added to spark.jars (fetched on first use),
-    and our S3 log store when the configuration uses it."""
+    """`config` with the Spark jar sets' cached jars added to spark.jars, and our own classes on
+    the driver's classpath (fetched and compiled on first use): the driver reads spark.jars through
+    the local filesystem before it loads them, and only the driver commits to Delta's log."""
     jars = [str(jar) for jar_set in SPARK_JAR_SETS for jar in fetch_jars(jar_set, jars_dir)]
-    if S3_LOG_STORE in config.values():
-        jars.append(str(s3_log_store_jar(jars_dir)))
     extra = [config["spark.jars"]] if config.get("spark.jars") else []
-    return {**config, "spark.jars": ",".join([*extra, *jars])}
+    classpath = [str(lake_jar(jars_dir))]
+    if config.get("spark.driver.extraClassPath"):
+        classpath.append(config["spark.driver.extraClassPath"])
+    return {
+        **config,
+        "spark.jars": ",".join([*extra, *jars]),
+        "spark.driver.extraClassPath": os.pathsep.join(classpath),
+    }
 
 
 def _silence_duplicate_error_logs() -> None:

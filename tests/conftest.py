@@ -31,13 +31,15 @@ s3_endpoint = s3_endpoint_fixture(scope="session")
 postgres_url = postgres_url_fixture(scope="session")
 kafka_broker = kafka_broker_fixture(scope="session")
 
-# The longest test (a whole deployment: cluster, S3, Postgres, the daemon) goes first, so that it
-# never ends the run alone; the rest keep their file order (each worker takes a third of them).
-FIRST = "tests/test_scale_out.py"
+# The longest tests (a whole deployment: cluster, S3, Postgres, the daemon; TPC-H's 22 queries
+# through rounds of changes) go first, so that neither ends the run alone; the rest keep their file
+# order (each worker takes a third of them).
+FIRST = ("tests/test_scale_out.py", "tests/dynamic_tables/test_tpch.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: item.nodeid.split("::")[0] != FIRST)
+    order = {path: place for place, path in enumerate(FIRST)}
+    items.sort(key=lambda item: order.get(item.nodeid.split("::")[0], len(FIRST)))
 
 
 # Every JVM the tests start (Spark drivers, a Connect server, the Kafka broker, a cluster's daemons

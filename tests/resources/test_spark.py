@@ -8,7 +8,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from lake_assets.core.settings import LakeSettings
-from resources.jvm import S3_LOG_STORE
+from resources.jvm import LOCAL_FILE_CONTEXT, LOCAL_FILE_SYSTEM, S3_LOG_STORE
 from resources.spark import local_cores, spark_conf
 
 
@@ -53,6 +53,38 @@ def test_the_tests_driver_runs_with_the_jvm_options(spark: SparkSession) -> None
     runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()  # type: ignore[union-attr]
     arguments = list(runtime.getInputArguments())
     assert {"-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=512m"} <= set(arguments)
+
+
+def test_a_local_master_writes_local_files_without_starting_processes(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Hadoop's local filesystem, and FileContext's (Delta commits through it), are ours: a
+    permission set and a path's link status come from Java, not from `chmod` and `readlink`, and
+    say what Hadoop's own would (which sees a link only by a path without a scheme)."""
+    jvm = spark.sparkContext._jvm  # type: ignore[union-attr]
+    conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+    hadoop = jvm.org.apache.hadoop.fs
+    fs = hadoop.FileSystem.get(jvm.java.net.URI("file:///"), conf)
+    assert fs.getClass().getName() == LOCAL_FILE_SYSTEM
+    context = hadoop.FileContext.getLocalFSFileContext(conf)
+    assert context.getDefaultFileSystem().getClass().getName() == LOCAL_FILE_CONTEXT
+
+    written = tmp_path / "written"
+    stream = fs.create(hadoop.Path(f"file://{written}"))
+    stream.close()
+    fs.setPermission(hadoop.Path(f"file://{written}"), hadoop.permission.FsPermission("640"))
+    assert written.stat().st_mode & 0o777 == 0o640
+    link = tmp_path / "link"
+    link.symlink_to(written)
+    hadoops = hadoop.RawLocalFileSystem()
+    hadoops.initialize(jvm.java.net.URI("file:///"), conf)
+    for path in (hadoop.Path(f"file://{link}"), hadoop.Path(str(link)), hadoop.Path(str(written))):
+        ours = context.getFileLinkStatus(path)
+        theirs = hadoops.getFileLinkStatus(path)
+        assert (ours.isSymlink(), ours.getLen()) == (theirs.isSymlink(), theirs.getLen())
+        assert ours.isSymlink() == (path.toString() == str(link))
+    cluster = spark_conf(LakeSettings(lake_home=tmp_path, spark_master="spark://host:7077"))
+    assert "spark.hadoop.fs.file.impl" not in cluster
 
 
 def test_a_local_warehouse_needs_no_s3a_settings(tmp_path: Path) -> None:
