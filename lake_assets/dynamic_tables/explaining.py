@@ -4,6 +4,7 @@ tree, each with how a refresh maintains it, or what makes the query refresh FULL
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping
+from dataclasses import replace
 
 from sqlglot import exp
 
@@ -16,11 +17,13 @@ from lake_assets.dynamic_tables.plan import (
     KEYED,
     MAX,
     MIN,
+    PROJECTION,
     SUM,
     TOP_N,
     Plan,
     by_join_key,
     classify,
+    nested_set_operation,
     notes,
     outer_join,
     runnable,
@@ -41,6 +44,7 @@ _TOP = (
     "that enter or leave the top are written"
 )
 _UNION = "each branch's changes, added up"
+_BY_ROW = "recomputed for the rows the change touches, from each branch's rows of them"
 _PARAMETER = (
     "one value for every row, read now and as last read: when it moved, the keys of the rows "
     "whose condition it decides otherwise are touched too"
@@ -94,12 +98,19 @@ def _operators(node: exp.Expr, plan: Plan, depth: int) -> Iterator[tuple[int, st
         yield depth, f"Top {top.limit.sql(dialect='spark')} by {order}", _TOP
         yield from _operators(top.rows, ranked, depth + 1)
         return
+    if isinstance(node, exp.SetOperation) and plan.shape == KEYED:
+        yield depth, "Recompute by row (all columns)", _KEYED
+        yield from _operators(node, replace(plan, shape=PROJECTION), depth + 1)
+        return
     if isinstance(node, exp.SetOperation):
         word = type(node).__name__.upper()
         label = f"{word} ALL" if not node.args.get("distinct") else word
-        yield depth, label, _UNION
+        yield depth, label, _UNION if label == "UNION ALL" else _BY_ROW
         yield from _operators(node.this, plan, depth + 1)
         yield from _operators(node.expression, plan, depth + 1)
+        return
+    if nested_set_operation(node):
+        yield from _operators(node.this, plan, depth)
         return
     if not isinstance(node, exp.Select):
         yield depth, node.sql(dialect="spark")[:80], ""

@@ -3,9 +3,9 @@
 PROJECTION: rows that change row by row (filters and projections over inner joins, UNION ALL),
 or by key (outer, semi and anti joins, subqueries and derived tables tied to a key: see
 keys.join_key). AGGREGATE: those rows folded into groups (COUNT, SUM, AVG, MIN, MAX and
-expressions of them). KEYED: a result keyed by its GROUP BY, DISTINCT or PARTITION BY, recomputed
-for the keys a change touches. TOP_N: ORDER BY … LIMIT over any of these (see top). Anything else
-is refreshed FULL, and the plan says why."""
+expressions of them). KEYED: a result keyed by its GROUP BY, DISTINCT or PARTITION BY, or by all
+its columns (UNION, INTERSECT, EXCEPT), recomputed for the keys a change touches. TOP_N: ORDER BY
+… LIMIT over any of these (see top). Anything else is refreshed FULL, and the plan says why."""
 
 from __future__ import annotations
 
@@ -104,6 +104,7 @@ class Plan:
     shape: str | None
     reason: str | None
     branches: tuple[exp.Select, ...] = ()
+    # KEYED: the keys by position; none for a set operation, keyed by all its columns.
     keys: tuple[tuple[int, exp.Expr], ...] = ()
     aggregates: tuple[Aggregate, ...] = ()
     # Items that combine aggregates: each computed from its aggregates' value columns.
@@ -188,18 +189,8 @@ def classify(query: exp.Expr, columns: Mapping[str, Collection[str]] | None = No
         if ranked.reason:
             return _full(f"{ranked.reason} (the rows ORDER BY … LIMIT ranks)")
         return Plan(TOP_N, None, ranked.branches, top=top, ranked=ranked)
-    if isinstance(query, exp.Union):
-        branches: list[exp.Select] = []
-        problem = _union_branches(query, branches)
-        if problem:
-            return _full(problem)
-        for branch in branches:
-            problem = _select_problem(branch) or (
-                "UNION ALL of aggregates is refreshed in full" if _is_aggregate(branch) else None
-            )
-            if problem:
-                return _full(problem)
-        return Plan(PROJECTION, None, tuple(branches))
+    if isinstance(query, exp.SetOperation):
+        return _set_operation(query)
     if not isinstance(query, exp.Select):
         return _full(f"{type(query).__name__.upper()} is refreshed in full")
     problem = _select_problem(query)
@@ -230,19 +221,48 @@ def _keyed(select: exp.Select) -> Plan | None:
     return Plan(KEYED, None, (select,), tuple(enumerate(keys)))
 
 
-def _union_branches(query: exp.Expr, branches: list[exp.Select]) -> str | None:
-    if isinstance(query, exp.Union):
-        if query.args.get("distinct"):
-            return "UNION without ALL removes duplicates and is refreshed in full"
+def _set_operation(query: exp.SetOperation) -> Plan:
+    """UNION ALL adds up its branches' changes (PROJECTION). UNION, INTERSECT and EXCEPT, ALL or
+    not, keep a row by how many times each branch holds it: KEYED by all the columns (no `keys`),
+    the rows a change touches recomputed through each branch."""
+    branches: list[exp.Select] = []
+    problem = _set_branches(query, branches)
+    if problem:
+        return _full(problem)
+    for branch in branches:
+        problem = _select_problem(branch) or (
+            "a set operation of aggregates is refreshed in full" if _is_aggregate(branch) else None
+        )
+        if problem:
+            return _full(problem)
+    union_all = all(
+        isinstance(node, exp.Union) and not node.args.get("distinct")
+        for node in query.find_all(exp.SetOperation)
+    )
+    return Plan(PROJECTION if union_all else KEYED, None, tuple(branches))
+
+
+def _set_branches(query: exp.Expr, branches: list[exp.Select]) -> str | None:
+    if isinstance(query, exp.SetOperation):
         if any(query.args.get(key) for key in ("order", "limit", "offset")):
-            return "ORDER BY / LIMIT on a UNION is refreshed in full"
-        return _union_branches(query.this, branches) or _union_branches(query.expression, branches)
-    if isinstance(query, exp.Intersect | exp.Except):
-        return f"{type(query).__name__.upper()} is refreshed in full"
+            return "ORDER BY / LIMIT inside a set operation is refreshed in full"
+        return _set_branches(query.this, branches) or _set_branches(query.expression, branches)
+    if nested_set_operation(query):
+        return _set_branches(query.this, branches)
     if not isinstance(query, exp.Select):
-        return "a parenthesized query in a UNION is refreshed in full"
+        return "a parenthesized query in a set operation is refreshed in full"
     branches.append(query)
     return None
+
+
+def nested_set_operation(query: exp.Expr) -> bool:
+    """A set operation in parentheses inside another (`A EXCEPT (B INTERSECT C)`)."""
+    return (
+        isinstance(query, exp.Subquery)
+        and isinstance(query.this, exp.SetOperation)
+        and not query.alias
+        and isinstance(query.parent, exp.SetOperation)
+    )
 
 
 def _select_problem(select: exp.Select) -> str | None:

@@ -10,7 +10,14 @@ from pyspark.sql.types import DataType
 from sqlglot import exp
 
 from lake_assets.core import names
-from lake_assets.dynamic_tables.plan import AGGREGATE, KEYED, ROWS, Plan, key_name
+from lake_assets.dynamic_tables.plan import (
+    AGGREGATE,
+    KEYED,
+    ROWS,
+    Plan,
+    key_name,
+    nested_set_operation,
+)
 from lake_assets.sql.binding import table_references
 from lake_assets.sql.types import same
 
@@ -108,3 +115,20 @@ def keys_restricted(
     broadcast = exp.Anonymous(this="BROADCAST", expressions=[exp.to_identifier(alias)])
     inner.set("hint", exp.Hint(expressions=[broadcast]))
     return select.where(exp.Exists(this=inner), copy=False)
+
+
+def rows_restricted(
+    query: exp.Expr, columns: Sequence[str], keys_view: str, key_types: Mapping[str, DataType]
+) -> exp.Expr:
+    """A set operation limited to the rows `keys_view` lists (its `columns` are the query's):
+    each branch by its own items."""
+    if isinstance(query, exp.SetOperation) or nested_set_operation(query):
+        limited = query.copy()
+        for side in ("this", "expression"):
+            if query.args.get(side):
+                part = rows_restricted(query.args[side], columns, keys_view, key_types)
+                limited.set(side, part)
+        return limited
+    assert isinstance(query, exp.Select), "a set operation's branches are SELECTs"
+    keys = [(column, item.unalias()) for column, item in zip(columns, query.selects, strict=True)]
+    return keys_restricted(query, keys, keys_view, key_types)

@@ -89,8 +89,8 @@ def top_n(query: exp.Expr) -> TopN | str | None:
 
 
 def _items(query: exp.Expr) -> list[exp.Expr] | None:
-    """The select items that name the query's columns (a UNION's first branch's)."""
-    while isinstance(query, exp.Union):
+    """The select items that name the query's columns (a set operation's first branch's)."""
+    while isinstance(query, exp.SetOperation):
         query = query.this
     if not isinstance(query, exp.Select) or any(item.is_star for item in query.expressions):
         return None

@@ -58,6 +58,33 @@ def test_what_forces_full_is_named_and_every_operator_recomputed() -> None:
     ]
 
 
+def test_a_set_operation_is_recomputed_by_row_through_its_branches() -> None:
+    rows = explained(
+        "EXPLAIN CREATE DYNAMIC TABLE s AS SELECT a FROM t UNION ALL SELECT b FROM v "
+        "EXCEPT (SELECT a FROM t INTERSECT SELECT b FROM v)"
+    )
+    assert [operator for operator, _ in rows[1:]] == [
+        "Recompute by row (all columns)",
+        "  EXCEPT",
+        "    UNION ALL",
+        "      Project a",
+        "        Scan t",
+        "      Project b",
+        "        Scan v",
+        "    INTERSECT",
+        "      Project a",
+        "        Scan t",
+        "      Project b",
+        "        Scan v",
+    ]
+    assert (
+        rows[2][1]
+        == rows[8][1]
+        == ("recomputed for the rows the change touches, from each branch's rows of them")
+    )
+    assert rows[3][1] == "each branch's changes, added up"
+
+
 def test_explain_of_an_existing_dynamic_table_parses() -> None:
     assert parse_statement("EXPLAIN DYNAMIC TABLE Sales_Summary") == ExplainDynamicTable(
         "sales_summary"

@@ -43,6 +43,23 @@ def test_incremental_shapes(sql: str, shape: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT a FROM t UNION SELECT a FROM u",
+        "SELECT a, b FROM t INTERSECT ALL SELECT a, c FROM u WHERE c > 0",
+        "SELECT a FROM t EXCEPT SELECT a FROM u",
+        "SELECT a FROM t UNION ALL SELECT a FROM u "
+        "EXCEPT (SELECT a FROM v INTERSECT SELECT a FROM w)",
+    ],
+)
+def test_set_operations_are_keyed_by_their_rows(sql: str) -> None:
+    """Each branch's changes give the rows to recompute: no key expressions, no hidden columns."""
+    found = plan(sql)
+    assert (found.shape, found.reason, found.keys, found.hidden) == (KEYED, None, (), ())
+    assert len(found.branches) == sql.count("SELECT")
+
+
+@pytest.mark.parametrize(
     ("sql", "reason"),
     [
         ("SELECT a, ROW_NUMBER() OVER (ORDER BY b) AS r FROM t", "window functions"),
@@ -55,8 +72,8 @@ def test_incremental_shapes(sql: str, shape: str) -> None:
         ("SELECT a FROM t LIMIT 5", "LIMIT"),
         ("SELECT DISTINCT * FROM t", "SELECT DISTINCT"),
         ("SELECT DISTINCT a FROM t LIMIT 3", "LIMIT without ORDER BY"),
-        ("SELECT a FROM t UNION SELECT a FROM u", "UNION without ALL"),
-        ("SELECT a FROM t EXCEPT SELECT a FROM u", "EXCEPT"),
+        ("SELECT a FROM t UNION SELECT a, COUNT(*) AS n FROM u GROUP BY a", "set operation of"),
+        ("SELECT a FROM t EXCEPT (SELECT a FROM u LIMIT 3)", "parenthesized query"),
         ("SELECT a FROM t WHERE a IN (SELECT a FROM u)", "subqueries"),
         ("SELECT a FROM (SELECT a FROM t LIMIT 3) s", "derived table"),
         (

@@ -187,13 +187,24 @@ def test_projection_and_filter_with_duplicate_rows(spark, initial, steps):
 @SETTINGS
 @given(initial=INITIAL, steps=BOTH_STEPS)
 @example(initial=BOTH_EXAMPLE[0], steps=BOTH_EXAMPLE[1])
-def test_union_all_of_filters_over_two_tables(spark, initial, steps):
+def test_set_operations_over_two_tables(spark, initial, steps):
+    """UNION ALL adds up its branches' changes; UNION, INTERSECT and EXCEPT, ALL or not, nested,
+    under a top-N, and with NULLs and duplicate rows on both sides, recompute the rows a change
+    touches."""
     check_history(
         spark,
         {
             "dt": "SELECT cat, amount FROM src WHERE qty > 0 "
             "UNION ALL SELECT cat, amount FROM src WHERE amount < 1 "
-            "UNION ALL SELECT cat, CAST(weight AS DECIMAL(10,2)) AS amount FROM dim"
+            "UNION ALL SELECT cat, CAST(weight AS DECIMAL(10,2)) AS amount FROM dim",
+            "either": "SELECT cat, name FROM src WHERE qty > 0 UNION SELECT cat, label FROM dim",
+            "both": "SELECT cat FROM src INTERSECT ALL SELECT cat FROM dim",
+            "only": "SELECT cat, qty AS n FROM src EXCEPT ALL SELECT cat, weight FROM dim",
+            "nested": "SELECT cat FROM src WHERE amount < 1 UNION ALL SELECT cat FROM dim "
+            "EXCEPT SELECT s.cat FROM src s JOIN dim d ON s.cat = d.cat WHERE d.weight > 1 "
+            "INTERSECT SELECT cat FROM src",
+            "top": "SELECT cat, name FROM src UNION SELECT cat, label FROM dim "
+            "ORDER BY name DESC NULLS LAST, cat NULLS FIRST LIMIT 2",
         },
         initial,
         steps,
