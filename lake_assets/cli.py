@@ -19,7 +19,7 @@ from lake_assets.lake_session import LakeSession
 from lake_assets.output import FORMATS, write_result
 from lake_assets.sql.grammar import StatementError
 from resources import spark_cluster
-from resources.jvm import SPARK_JAR_SETS, check_java, fetch_jars, lake_jar
+from resources.jvm import JAVA_JARS, SPARK_JAR_SETS, check_java, compiled_jar, fetch_jars
 from resources.kafka_broker import DEFAULT_PORT as KAFKA_PORT
 from resources.kafka_broker import serve as serve_kafka
 from resources.spark import DeltaSparkResource
@@ -156,7 +156,8 @@ def run_setup(args: argparse.Namespace) -> int:
             f"{len(fetch_jars(jar_set, settings.jars_dir))} of {jar_set.name}"
             for jar_set in SPARK_JAR_SETS
         ]
-        lake_jar(settings.jars_dir)
+        for java in JAVA_JARS:
+            compiled_jar(java, settings.jars_dir)
     except LakeError as error:
         return _fail(str(error), args.debug)
     print(

@@ -53,13 +53,32 @@ KAFKA_BROKER = JarSet(
 # On every Spark session's classpath, local or Spark Connect server; `lake setup` fetches them.
 SPARK_JAR_SETS = (DELTA, SPARK_KAFKA, S3A)
 # Our own Java, compiled on first use against pyspark's Hadoop, Delta and S3A (`lake setup` does it
-# once): Delta's log store for an `s3a://` warehouse (commits by conditional PUT; README: Warehouse
-# in object storage) and Hadoop's local filesystem without the `chmod` and `readlink` processes it
-# starts for each file it writes when no native Hadoop library is loaded (local masters use it).
+# once), in two jars that load differently: Delta's log store for an `s3a://` warehouse (commits by
+# conditional PUT; README: Warehouse in object storage) extends Delta's, so it goes in spark.jars
+# beside Delta; Hadoop's local filesystem without the `chmod` and `readlink` processes it starts
+# for each file it writes when no native Hadoop library is loaded needs only Hadoop, and goes on
+# the driver's own classpath, as the driver reads spark.jars through it (local masters use it).
 S3_LOG_STORE = "lake.storage.ConditionalPutS3LogStore"
 LOCAL_FILE_SYSTEM = "lake.storage.LocalFileSystem"
 LOCAL_FILE_CONTEXT = "lake.storage.LocalFs"
-_JAVA_SOURCES = Path(__file__).with_name("java")
+
+
+@dataclass(frozen=True)
+class JavaJar:
+    """Some of our Java classes, compiled from their sources into one jar."""
+
+    name: str
+    classes: tuple[str, ...]
+
+    @property
+    def sources(self) -> list[Path]:
+        root = Path(__file__).with_name("java")
+        return [root.joinpath(*name.split(".")).with_suffix(".java") for name in self.classes]
+
+
+S3_LOG_STORE_JAR = JavaJar("lake-s3-log-store", (S3_LOG_STORE,))
+LOCAL_FILE_SYSTEM_JAR = JavaJar("lake-local-fs", (LOCAL_FILE_SYSTEM, LOCAL_FILE_CONTEXT))
+JAVA_JARS = (S3_LOG_STORE_JAR, LOCAL_FILE_SYSTEM_JAR)
 
 
 def check_java() -> str:
@@ -137,12 +156,12 @@ def fetch_jars(jar_set: JarSet, jars_dir: Path) -> list[Path]:
     return cached_jars(jar_set, jars_dir)
 
 
-def lake_jar(jars_dir: Path) -> Path:
-    """Our Java classes in one jar, cached per source."""
-    sources = sorted(_JAVA_SOURCES.rglob("*.java"))
+def compiled_jar(java: JavaJar, jars_dir: Path) -> Path:
+    """`java`'s classes compiled into a jar, cached per source."""
+    sources = java.sources
     digest = hashlib.sha256(b"".join(source.read_bytes() for source in sources)).hexdigest()
-    folder = jars_dir / f"lake-java-{digest[:12]}"
-    jar = folder / "lake.jar"
+    folder = jars_dir / f"{java.name}-{digest[:12]}"
+    jar = folder / f"{java.name}.jar"
     if jar.exists():
         return jar
     import pyspark  # imported on use: loading the code location never needs it
@@ -151,7 +170,9 @@ def lake_jar(jars_dir: Path) -> Path:
     for jar_set in (DELTA, S3A):
         fetch_jars(jar_set, jars_dir)
         classpath.append(jar_set.folder(jars_dir) / "*")
-    staging = folder.with_name(folder.name + ".partial")
+    # Each process compiles in a folder of its own (the test workers' first sessions start at
+    # once); the first to finish publishes its jar, the others use it.
+    staging = folder.with_name(f"{folder.name}.partial-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     classes = staging / "classes"
     result = subprocess.run(
@@ -171,16 +192,19 @@ def lake_jar(jars_dir: Path) -> Path:
     )
     if result.returncode != 0:
         raise LakeError(
-            f"could not compile the lake's Java classes in {_JAVA_SOURCES}: "
-            f"{result.stderr.strip()[:300]}",
+            f"could not compile {', '.join(java.classes)}: {result.stderr.strip()[:300]}",
             "check that the JDK is Java 17 or newer and that `lake setup` fetched the jars",
         )
     with zipfile.ZipFile(staging / jar.name, "w") as archive:
         for path in sorted(classes.rglob("*.class")):
             archive.write(path, path.relative_to(classes).as_posix())
     shutil.rmtree(classes)
-    shutil.rmtree(folder, ignore_errors=True)
-    staging.rename(folder)
+    try:
+        staging.rename(folder)
+    except OSError:
+        shutil.rmtree(staging)
+        if not jar.exists():
+            raise
     return jar
 
 

@@ -26,12 +26,14 @@ from lake_assets.core.settings import LOCAL_MASTER, LakeSettings
 from resources.jvm import (
     LOCAL_FILE_CONTEXT,
     LOCAL_FILE_SYSTEM,
+    LOCAL_FILE_SYSTEM_JAR,
     S3_LOG_STORE,
+    S3_LOG_STORE_JAR,
     SPARK_JAR_SETS,
     check_java,
+    compiled_jar,
     extra_jvm_options,
     fetch_jars,
-    lake_jar,
 )
 from resources.s3a import endpoint_settings
 
@@ -110,12 +112,12 @@ def local_cores(master: str) -> int | None:
 
 
 def with_spark_jars(config: dict[str, str], jars_dir: Path) -> dict[str, str]:
-    """`config` with the Spark jar sets' cached jars added to spark.jars, and our own classes on
-    the driver's classpath (fetched and compiled on first use): the driver reads spark.jars through
-    the local filesystem before it loads them, and only the driver commits to Delta's log."""
+    """`config` with the Spark jar sets' cached jars and our S3 log store added to spark.jars, and
+    our local filesystem on the driver's classpath (fetched and compiled on first use)."""
     jars = [str(jar) for jar_set in SPARK_JAR_SETS for jar in fetch_jars(jar_set, jars_dir)]
+    jars.append(str(compiled_jar(S3_LOG_STORE_JAR, jars_dir)))
     extra = [config["spark.jars"]] if config.get("spark.jars") else []
-    classpath = [str(lake_jar(jars_dir))]
+    classpath = [str(compiled_jar(LOCAL_FILE_SYSTEM_JAR, jars_dir))]
     if config.get("spark.driver.extraClassPath"):
         classpath.append(config["spark.driver.extraClassPath"])
     return {
