@@ -149,6 +149,9 @@ def _select(select: exp.Select, plan: Plan, depth: int) -> Iterator[tuple[int, s
         yield depth, f"Filter {where.this.sql(dialect='spark')[:80]}", _ROWWISE
         yield from _parameters(select, depth + 1)
         depth += 1
+    for lateral in select.args.get("laterals") or []:
+        yield depth, lateral.sql(dialect="spark").strip()[:80], _ROWWISE
+        depth += 1
     scans = references(select)
     joins = select.args.get("joins") or []
     if any(map(outer_join, joins)):

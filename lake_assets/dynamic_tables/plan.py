@@ -49,7 +49,6 @@ _FULL_CLAUSES = (
     ("order", "ORDER BY"),
     ("having", "HAVING"),
     ("qualify", "QUALIFY"),
-    ("laterals", "LATERAL VIEW"),
     ("sort", "SORT BY"),
     ("cluster", "CLUSTER BY"),
     ("distribute", "DISTRIBUTE BY"),
@@ -212,7 +211,7 @@ def _keyed(select: exp.Select) -> Plan | None:
     for clause, _ in _FULL_CLAUSES:
         if clause not in _KEYED_CLAUSES and select.args.get(clause):
             return None
-    for check in (_non_deterministic_problem, _subquery_problem, _from_problem):
+    for check in (_lateral_problem, _non_deterministic_problem, _subquery_problem, _from_problem):
         if check(select):
             return None
     keys = key_of(select)
@@ -340,6 +339,22 @@ def by_join_key(select: exp.Select) -> bool:
     return has_subqueries(select) or any(map(outer_join, select.args.get("joins") or []))
 
 
+# Generators whose rows depend on their row alone: a LATERAL VIEW of them is row by row.
+_GENERATORS = (exp.Explode, exp.Inline, exp.Stack)
+
+
+def _lateral_problem(select: exp.Select) -> str | None:
+    """A LATERAL VIEW turns each row of the FROM into rows of its own (explode, posexplode,
+    inline, stack): it changes row by row over inner joins of tables."""
+    laterals = select.args.get("laterals") or []
+    for lateral in laterals:
+        if not isinstance(lateral.this, _GENERATORS):
+            return f"LATERAL VIEW {lateral.this.sql(dialect='spark')} is refreshed in full"
+    if laterals and (by_join_key(select) or derived_table(select) is not None):
+        return "LATERAL VIEW beside outer joins, subqueries or a derived table is refreshed in full"
+    return None
+
+
 def _from_problem(select: exp.Select) -> str | None:
     """Inner joins of plain tables change by the delta rule; outer, semi and anti joins by
     their join key (see incremental.signed_rows), so every table must be equal on one."""
@@ -394,6 +409,7 @@ def _relation_problem(relation: exp.Expr) -> str | None:
 
 _SELECT_CHECKS: tuple[Callable[[exp.Select], str | None], ...] = (
     _clause_problem,
+    _lateral_problem,
     _window_problem,
     _non_deterministic_problem,
     _from_problem,

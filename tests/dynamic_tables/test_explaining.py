@@ -85,6 +85,24 @@ def test_a_set_operation_is_recomputed_by_row_through_its_branches() -> None:
     assert rows[3][1] == "each branch's changes, added up"
 
 
+def test_a_lateral_view_is_applied_row_by_row_between_its_filter_and_its_scan() -> None:
+    assert explained(
+        "EXPLAIN CREATE DYNAMIC TABLE x AS SELECT a, i FROM t "
+        "LATERAL VIEW OUTER explode(sequence(1, c)) e AS i WHERE i > 1"
+    )[1:] == [
+        ("Project a, i", "applied to the changed rows alone"),
+        ("  Filter i > 1", "applied to the changed rows alone"),
+        (
+            "    LATERAL VIEW OUTER EXPLODE(SEQUENCE(1, c)) e AS i",
+            "applied to the changed rows alone",
+        ),
+        (
+            "      Scan t",
+            "reads its change data feed from the version the last refresh read to now",
+        ),
+    ]
+
+
 def test_explain_of_an_existing_dynamic_table_parses() -> None:
     assert parse_statement("EXPLAIN DYNAMIC TABLE Sales_Summary") == ExplainDynamicTable(
         "sales_summary"

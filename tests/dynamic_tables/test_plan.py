@@ -35,6 +35,10 @@ def plan(sql: str):
         ("SELECT a FROM (SELECT DISTINCT a FROM t) s", PROJECTION),
         ("WITH s AS (SELECT a FROM t) SELECT a FROM s", PROJECTION),
         ("WITH s AS (SELECT a, SUM(b) AS n FROM t GROUP BY a) SELECT n FROM s", PROJECTION),
+        ("SELECT a, x FROM t LATERAL VIEW OUTER explode(t.b) e AS x WHERE x > 0", PROJECTION),
+        ("SELECT t.a, p, x FROM t JOIN u ON t.k = u.k LATERAL VIEW posexplode(u.c) e", PROJECTION),
+        ("SELECT x, COUNT(*) AS n FROM t LATERAL VIEW inline(t.s) e AS x, y GROUP BY x", AGGREGATE),
+        ("SELECT DISTINCT x FROM t LATERAL VIEW stack(2, t.a, t.b) e AS x", KEYED),
     ],
 )
 def test_incremental_shapes(sql: str, shape: str) -> None:
@@ -87,6 +91,11 @@ def test_set_operations_are_keyed_by_their_rows(sql: str) -> None:
         ("SELECT a, COUNT(*) AS n FROM t GROUP BY ROLLUP (a)", "ROLLUP"),
         ("SELECT a, COUNT(*) AS n FROM t UNION ALL SELECT a, 1 AS n FROM u", "aggregate"),
         ("SELECT a FROM t VERSION AS OF 3", "time travel"),
+        ("SELECT x FROM t LATERAL VIEW json_tuple(t.j, 'a') e AS x", "LATERAL VIEW JSON_TUPLE"),
+        (
+            "SELECT t.a, x FROM t LEFT JOIN u ON t.k = u.k LATERAL VIEW explode(u.c) e AS x",
+            "LATERAL VIEW beside outer joins",
+        ),
     ],
 )
 def test_full_shapes_say_why(sql: str, reason: str) -> None:

@@ -175,10 +175,21 @@ BOTH_EXAMPLE = (
 @SETTINGS
 @given(initial=INITIAL, steps=SRC_STEPS)
 @example(initial=SRC_EXAMPLE[0], steps=SRC_EXAMPLE[1])
-def test_projection_and_filter_with_duplicate_rows(spark, initial, steps):
+def test_projection_filter_and_lateral_views_with_duplicate_rows(spark, initial, steps):
+    """Row by row: a projection and filter; LATERAL VIEWs (OUTER: a NULL array gives one row),
+    their rows aggregated, made DISTINCT and ranked."""
+    exploded = "FROM src LATERAL VIEW OUTER explode(sequence(1, qty)) e AS i"
     check_history(
         spark,
-        {"dt": "SELECT cat, name, amount * 2 AS doubled FROM src WHERE qty IS NULL OR qty > 0"},
+        {
+            "dt": "SELECT cat, name, amount * 2 AS doubled FROM src WHERE qty IS NULL OR qty > 0",
+            "exploded": f"SELECT cat, i, amount {exploded} WHERE i IS NULL OR i > 0",
+            "positions": "SELECT cat, p, v FROM src "
+            "LATERAL VIEW posexplode(array(qty, qty * 2)) e AS p, v",
+            "per_item": f"SELECT cat, i, COUNT(*) AS n, SUM(amount) AS s {exploded} "
+            "GROUP BY cat, i",
+            "distinct_items": f"SELECT DISTINCT i, name {exploded}",
+        },
         initial,
         steps,
     )
