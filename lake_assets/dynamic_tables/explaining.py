@@ -44,6 +44,10 @@ _TOP = (
     "that enter or leave the top are written"
 )
 _UNION = "each branch's changes, added up"
+_STAGE = (
+    "kept in a hidden table of its own, refreshed first by the rule below; the query reads its "
+    "changes as a source's"
+)
 _BY_ROW = "recomputed for the rows the change touches, from each branch's rows of them"
 _PARAMETER = (
     "one value for every row, read now and as last read: when it moved, the keys of the rows "
@@ -84,11 +88,24 @@ def explain(
     incremental = head.startswith("INCREMENTAL")
     rows = [("dynamic table", head)]
     rows += [("note", note) for note in notes(query)]
-    rows += [
-        (f"{_INDENT * depth}{operator}", rule if incremental else "recomputed")
-        for depth, operator, rule in _operators(kept, plan, 0)
-    ]
+    stages = list(plan.all_stages()) if incremental else []
+    labels = {stage.name: f"stage {number}" for number, stage in enumerate(stages, 1)}
+    trees = [("", plan.runs if incremental else kept, plan)]
+    trees += [(labels[stage.name], stage.plan.runs, stage.plan) for stage in stages]
+    for label, node, tree in trees:
+        if label:
+            rows.append((label.capitalize(), _STAGE))
+        for depth, operator, rule in _operators(node, tree, 1 if label else 0):
+            text = _labelled(f"{_INDENT * depth}{operator}", labels)
+            rows.append((text, rule if incremental else "recomputed"))
     return Result(COLUMNS, rows)
+
+
+def _labelled(text: str, labels: dict[str, str]) -> str:
+    """Stages by their number, not their hidden tables' names."""
+    for name, label in labels.items():
+        text = text.replace(name, label)
+    return text
 
 
 def _operators(node: exp.Expr, plan: Plan, depth: int) -> Iterator[tuple[int, str, str]]:
@@ -96,7 +113,7 @@ def _operators(node: exp.Expr, plan: Plan, depth: int) -> Iterator[tuple[int, st
         top, ranked = plan.ranking
         order = ", ".join(term.sql(dialect="spark") for term in node.args["order"].expressions)
         yield depth, f"Top {top.limit.sql(dialect='spark')} by {order}", _TOP
-        yield from _operators(top.rows, ranked, depth + 1)
+        yield from _operators(ranked.runs, ranked, depth + 1)
         return
     if isinstance(node, exp.SetOperation) and plan.shape == KEYED:
         yield depth, "Recompute by row (all columns)", _KEYED

@@ -54,8 +54,8 @@ def _group_keys(select: exp.Select) -> dict[str, exp.Expr] | None:
             expression = select.expressions[index].unalias()
         elif isinstance(expression, exp.Column) and not expression.table:
             aliased = items.get(expression.name.lower())
-            if aliased is not None and not isinstance(aliased, exp.Column):
-                expression = aliased  # GROUP BY an alias of an expression
+            if aliased is not None and _text(aliased) != _text(expression):
+                expression = aliased  # GROUP BY an alias of an expression or another column
         if expression.find(exp.AggFunc, exp.Window, exp.Rollup, exp.Cube, exp.GroupingSets):
             return None
         keys[_text(expression)] = expression.copy()
@@ -207,14 +207,14 @@ def _parameters(select: exp.Select) -> list[tuple[exp.Select, exp.Select, exp.Ex
                     isinstance(query, exp.Select)
                     and not isinstance(subquery.parent, exp.In | exp.Exists)
                     and subquery.parent_select is scope
-                    and _uncorrelated(query)
+                    and uncorrelated(query)
                     and _own_columns(conjunct, subquery, aliases)
                 ):
                     found.append((query, scope, conjunct))
     return found
 
 
-def _uncorrelated(query: exp.Select) -> bool:
+def uncorrelated(query: exp.Select) -> bool:
     """Whether every column of the subquery names one of its own tables."""
     aliases = _aliases(query)
     return all(c.table and c.table.lower() in aliases for c in query.find_all(exp.Column))

@@ -9,13 +9,14 @@ its columns (UNION, INTERSECT, EXCEPT), recomputed for the keys a change touches
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterator, Mapping
+from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
 from lake_assets.core import names
 from lake_assets.dynamic_tables.keys import join_key, key_of
+from lake_assets.dynamic_tables.stages import staged
 from lake_assets.dynamic_tables.subqueries import (
     decorrelated,
     distinct_aliases,
@@ -111,6 +112,24 @@ class Plan:
     # TOP_N: the ORDER BY and LIMIT, and the plan of the rows ranked (kept in a hidden table).
     top: TopN | None = None
     ranked: Plan | None = None
+    # The parts of the query kept in hidden tables of their own, which `query` reads.
+    stages: tuple[Stage, ...] = ()
+    # The query the refresh runs (see runnable), reading the stages when it has any.
+    query: exp.Expr | None = None
+
+    @property
+    def runs(self) -> exp.Expr:
+        assert self.query is not None, "a plan from classify carries its query"
+        return self.query
+
+    def all_stages(self) -> Iterator[Stage]:
+        """Every stage, each after the stages it reads, once: the order they refresh in."""
+        seen: set[str] = set()
+        for stage in (*self.stages, *(self.ranked.stages if self.ranked else ())):
+            for inner in (*stage.plan.all_stages(), stage):
+                if inner.name not in seen:
+                    seen.add(inner.name)
+                    yield inner
 
     @property
     def ranking(self) -> tuple[TopN, Plan]:
@@ -127,6 +146,16 @@ class Plan:
         if self.shape != AGGREGATE:
             return ()
         return (ROWS, *(name for a in self.aggregates for name, _ in a.hidden()))
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A part of a query (see stages) kept in a hidden table maintained by its own plan, read
+    by the query under `name` as a table of `columns`."""
+
+    name: str
+    plan: Plan
+    columns: tuple[str, ...]
 
 
 def _full(reason: str) -> Plan:
@@ -176,8 +205,33 @@ def notes(query: exp.Expr) -> tuple[str, ...]:
 
 
 def classify(query: exp.Expr, columns: Mapping[str, Collection[str]] | None = None) -> Plan:
-    """The incremental plan of a query as it runs (see runnable), or a FULL plan that says why."""
+    """The incremental plan of a query as it runs (see runnable), its parts staged when it
+    cannot be maintained whole (see stages), or a FULL plan that says why."""
     query = runnable(query, columns)
+    plan = replace(_classified(query), query=query)
+    if plan.reason:
+        return _staged_plan(query) or plan
+    return plan
+
+
+def _staged_plan(query: exp.Expr) -> Plan | None:
+    """The plan of the query over its stages, when it and every stage can be maintained."""
+    found = staged(query)
+    if found is None:
+        return None
+    stages = []
+    for name, part in found.parts:
+        plan = classify(part)
+        if plan.reason or plan.shape == TOP_N:
+            return None
+        stages.append(Stage(name, plan, tuple(part.named_selects)))
+    outer = classify(found.query)
+    if outer.reason:
+        return None
+    return replace(outer, stages=(*stages, *outer.stages))
+
+
+def _classified(query: exp.Expr) -> Plan:
     if query.args.get("with_") or query.args.get("with"):
         return _full("WITH RECURSIVE is refreshed in full")
     top = top_n(query)

@@ -33,6 +33,7 @@ from lake_assets.core.errors import SEE_THE_CAUSE, LakeError
 from lake_assets.core.spark_errors import translate_spark_error
 from lake_assets.dynamic_tables.choosing import compiled, estimate, why_full
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
+from lake_assets.dynamic_tables.hidden_tables import STAGES, write_stages
 from lake_assets.dynamic_tables.incremental import (
     SourceRead,
     incremental_conf,
@@ -243,9 +244,11 @@ def _refresh(
         start=start,
         sources={read.name: [read.location, read.version] for read in reads},
     )
-    query = query_of(entry, catalog)
-    job = Write(spark, entry, plan, query, reads, fence, metadata, phases, rows_before)
+    job = Write(spark, entry, plan, plan.runs, reads, fence, metadata, phases, rows_before)
     phases.end("plan")
+    if any(plan.all_stages()):
+        job, restaged = _staged(job, previous, full)
+        reason = reason or restaged
     commit = None
     if reason is None:
         try:
@@ -274,6 +277,17 @@ def _refresh(
     catalog.record_table_state(entry, commit.version, rows_after)
     phases.end("record")
     return _outcome(record, phases)
+
+
+def _staged(job: Write, previous: dict[str, Any] | None, full: bool) -> tuple[Write, str | None]:
+    """The stages brought up to date first (see hidden_tables), and the refresh's job reading
+    them too; why it recomputes when a stage is new to it."""
+    staged = write_stages(job, (previous or {}).get(STAGES, {}), full)
+    job.metadata[STAGES] = {read.name: [read.location, read.version] for read in staged}
+    job.phases.end("stages")
+    anew = any(read.previous is None for read in staged)
+    reason = "the parts of its query kept in hidden tables are new: read whole" if anew else None
+    return replace(job, reads=[*job.reads, *staged]), reason
 
 
 def _outcome(record: RefreshRecord, phases: Phases | None = None) -> RefreshOutcome:

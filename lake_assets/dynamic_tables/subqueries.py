@@ -208,15 +208,15 @@ def _outputs(derived: exp.Subquery) -> dict[str, exp.Expr] | None:
 
 
 def qualified(query: exp.Expr, columns: Mapping[str, Collection[str]]) -> exp.Expr:
-    """`query` with the unqualified columns of its join conditions and WHERE, subqueries there
-    included, named by the table in scope that has them (a subquery's own first, as Spark
+    """`query` with the unqualified columns of its join conditions, WHERE and HAVING, subqueries
+    there included, named by the table in scope that has them (a subquery's own first, as Spark
     resolves them); `columns` are the sources' columns by table name. A name no table or
     several tables in scope have is left as written."""
     if not isinstance(query, exp.Select) or not columns:
         return query
     select = query.copy()
     conditions = [join.args.get("on") for join in select.args.get("joins") or []]
-    conditions.append(select.args.get("where"))
+    conditions += [select.args.get("where"), select.args.get("having")]
     for condition in filter(None, conditions):
         for column in list(condition.find_all(exp.Column)):
             _qualify(column, [_scope(s, columns) for s in _enclosing(column, select)])

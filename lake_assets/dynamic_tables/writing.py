@@ -42,8 +42,9 @@ REFRESH_BEFORE_COMMIT = "refresh-before-commit"
 
 class Phases:
     """A refresh's time by phase: `plan` (its last record, the plan, the sources' versions),
-    `changes` (reading the change feeds and computing the table's change), `commit` (writing it:
-    a MERGE reads the change and the files it rewrites) and `record` (the history and catalog)."""
+    `stages` (bringing the parts of its query kept in hidden tables up to date), `changes`
+    (reading the change feeds and computing the table's change), `commit` (writing it: a MERGE
+    reads the change and the files it rewrites) and `record` (the history and catalog)."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}

@@ -7,6 +7,7 @@ import sqlglot
 
 from lake_assets.dynamic_tables.keys import join_key
 from lake_assets.dynamic_tables.plan import AGGREGATE, KEYED, PROJECTION, ROWS, TOP_N, classify
+from lake_assets.dynamic_tables.stages import VALUE
 
 
 def plan(sql: str):
@@ -293,13 +294,72 @@ def test_an_uncorrelated_scalar_subquery_in_a_keyed_where_is_a_parameter() -> No
     )
 
 
+def stages_of(sql: str) -> list[tuple[str, tuple[str, ...], str]]:
+    """Each stage's shape, columns and query, in the order they refresh."""
+    return [
+        (stage.plan.shape or "FULL", stage.columns, stage.plan.runs.sql(dialect="spark"))
+        for stage in plan(sql).all_stages()
+    ]
+
+
+def test_an_uncorrelated_scalar_without_a_key_is_a_one_row_stage_joined_to_every_row() -> None:
+    found = plan("SELECT t.a FROM t WHERE t.v > (SELECT AVG(u.v) FROM u)")
+    assert (found.shape, found.reason) == (PROJECTION, None)
+    ((shape, columns, query),) = stages_of("SELECT t.a FROM t WHERE t.v > (SELECT AVG(u.v) FROM u)")
+    assert (shape, columns, query) == (AGGREGATE, (VALUE,), f"SELECT AVG(u.v) AS {VALUE} FROM u")
+    (stage,) = found.stages
+    assert found.runs.sql(dialect="spark") == (
+        f"SELECT t.a FROM t CROSS JOIN {stage.name} AS __lake_scalar_0 "
+        f"WHERE t.v > __lake_scalar_0.{VALUE}"
+    )
+
+
+def test_a_having_with_a_scalar_filters_its_groups_kept_in_a_stage() -> None:
+    """TPC-H Q11's shape: the groups and what the HAVING tests of them, then the scalar."""
+    sql = (
+        "SELECT t.k, SUM(t.v) AS total FROM t GROUP BY t.k "
+        "HAVING SUM(t.v) > (SELECT SUM(u.v) * 0.1 FROM u) AND t.k IS NOT NULL"
+    )
+    found = plan(sql)
+    assert (found.shape, found.reason) == (PROJECTION, None)
+    (groups, scalar) = stages_of(sql)
+    assert groups == (
+        AGGREGATE,
+        ("__lake_c_0", "__lake_c_1"),
+        "SELECT t.k AS __lake_c_0, SUM(t.v) AS __lake_c_1 FROM t GROUP BY t.k",
+    )
+    assert scalar[:2] == (AGGREGATE, (VALUE,))
+    assert found.runs.sql(dialect="spark").endswith(
+        "WHERE __lake_groups.__lake_c_1 > __lake_scalar_1.__lake_value AND "
+        "NOT __lake_groups.__lake_c_0 IS NULL"
+    )
+
+
+def test_a_derived_table_beside_a_table_and_a_scalar_over_it_are_stages() -> None:
+    """TPC-H Q15's shape: a grouped CTE joined to a table, and its maximum."""
+    sql = (
+        "WITH r AS (SELECT o.k AS no, SUM(o.v) AS total FROM o GROUP BY no) "
+        "SELECT s.k, r.total FROM s, r WHERE s.k = r.no AND r.total = (SELECT MAX(total) FROM r)"
+    )
+    found = plan(sql)
+    assert (found.shape, found.reason) == (PROJECTION, None)
+    assert [(shape, columns) for shape, columns, _ in stages_of(sql)] == [
+        (AGGREGATE, ("no", "total")), (AGGREGATE, (VALUE,)),
+    ]  # fmt: skip
+
+
 @pytest.mark.parametrize(
-    "sql",
+    ("sql", "reason"),
     [
-        "SELECT t.a FROM t WHERE t.v > (SELECT AVG(u.v) FROM u)",  # no key to give rows by
-        "SELECT t.a FROM t WHERE t.v > (SELECT AVG(u.v) FROM u WHERE u.a = t.a) + "
-        "(SELECT MIN(w.v) FROM w)",  # correlated beside it in one condition
+        # a stage that cannot be maintained: the query stays FULL for it
+        ("SELECT t.a FROM t WHERE t.v > (SELECT MAX(u.v) + rand() FROM u)", "RAND()"),
+        ("SELECT t.a, d.n FROM t JOIN (SELECT u.a, rand() AS n FROM u) d ON t.a = d.a",
+         "RAND()"),
+        # several rows: not a scalar
+        ("SELECT t.a FROM t WHERE t.v > (SELECT u.v FROM u)", "subqueries"),
     ],
-)
-def test_scalar_subqueries_without_a_key_stay_full(sql: str) -> None:
-    assert plan(sql).reason is not None
+)  # fmt: skip
+def test_what_no_stage_can_hold_stays_full(sql: str, reason: str) -> None:
+    found = plan(sql)
+    assert (found.shape, found.stages) == (None, ())
+    assert reason in found.reason

@@ -327,7 +327,8 @@ def test_outer_joins_and_subqueries_recompute_the_join_keys_a_change_touches(spa
     """A LEFT JOIN to a dimension with a condition on it; a FULL JOIN grouped by its join key
     (NULL keys on both sides meet in one group); IN and NOT EXISTS subqueries (semi and anti
     joins, a NULL category matching nothing); an IN nested in an IN on another column (a change
-    to the inner subquery's rows touches the categories of the rows it lets through)."""
+    to the inner subquery's rows touches the categories of the rows it lets through); a grouped
+    derived table on the NULL-extended side of a LEFT JOIN (kept in a stage)."""
     check_history(
         spark,
         {
@@ -341,6 +342,8 @@ def test_outer_joins_and_subqueries_recompute_the_join_keys_a_change_touches(spa
             "AND NOT EXISTS (SELECT 1 FROM dim x WHERE x.cat = s.cat AND x.label IS NULL)",
             "nested": "SELECT d.cat, d.label FROM dim d WHERE d.cat IN (SELECT s.cat FROM src s "
             "WHERE s.name IN (SELECT s2.name FROM src s2 WHERE s2.qty > 1))",
+            "counted": "SELECT s.id, c.n FROM src s LEFT JOIN (SELECT d.cat, COUNT(*) AS n "
+            "FROM dim d GROUP BY d.cat) c ON s.cat = c.cat",
         },
         initial,
         steps,
@@ -354,7 +357,8 @@ def test_correlated_subqueries_and_tables_joined_off_the_key(spark, initial, ste
     """A scalar subquery correlated by the key (an aggregate of the row's own category); an
     EXISTS keyed by name over rows joined to a dimension by category (a dimension change reaches
     the names of the rows it joins); uncorrelated scalar subqueries beside an EXISTS keyed by
-    category (rows that did not change cross the average as it moves)."""
+    category (rows that did not change cross the average as it moves); a correlated and an
+    uncorrelated one in one condition (the uncorrelated one kept in a one-row stage)."""
     check_history(
         spark,
         {
@@ -366,6 +370,8 @@ def test_correlated_subqueries_and_tables_joined_off_the_key(spark, initial, ste
             "WHERE s.amount > (SELECT AVG(s2.amount) FROM src s2) "
             "AND s.qty >= (SELECT MIN(d.weight) FROM dim d) "
             "AND EXISTS (SELECT 1 FROM dim d2 WHERE d2.cat = s.cat) GROUP BY s.cat",
+            "mixed": "SELECT s.id, s.cat FROM src s WHERE s.amount > (SELECT AVG(s2.amount) "
+            "FROM src s2 WHERE s2.cat = s.cat) - (SELECT MIN(d.weight) FROM dim d)",
         },
         initial,
         steps,
@@ -378,7 +384,8 @@ def test_correlated_subqueries_and_tables_joined_off_the_key(spark, initial, ste
 def test_grouped_subqueries_not_in_and_derived_tables(spark, initial, steps):
     """IN over a grouped subquery with HAVING; NOT IN over a dimension whose categories may be
     NULL (then no row is kept); an aggregate over a grouped derived table (groups move between
-    the outer groups as they change)."""
+    the outer groups as they change); a HAVING over a scalar subquery, and a grouped derived
+    table joined to a table and filtered by its maximum (TPC-H Q11's and Q15's shapes: stages)."""
     check_history(
         spark,
         {
@@ -389,6 +396,12 @@ def test_grouped_subqueries_not_in_and_derived_tables(spark, initial, steps):
             "spread": "SELECT n, COUNT(*) AS cats, SUM(total) AS s FROM (SELECT s.cat, "
             "COUNT(d.label) AS n, SUM(s.amount) AS total FROM src s LEFT JOIN dim d "
             "ON s.cat = d.cat GROUP BY s.cat) AS per_cat GROUP BY n",
+            "above_weight": "SELECT s.cat, SUM(s.qty) AS q FROM src s GROUP BY s.cat "
+            "HAVING SUM(s.qty) > (SELECT AVG(d.weight) FROM dim d)",
+            "best": "SELECT d.cat, d.label, t.total FROM dim d JOIN (SELECT s.cat, SUM(s.qty) "
+            "AS total FROM src s GROUP BY s.cat) t ON d.cat = t.cat WHERE t.total = "
+            "(SELECT MAX(x.total) FROM (SELECT s3.cat, SUM(s3.qty) AS total FROM src s3 "
+            "GROUP BY s3.cat) x)",
         },
         initial,
         steps,

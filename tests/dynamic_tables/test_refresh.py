@@ -18,6 +18,7 @@ from lake_assets.dynamic_tables import aggregate, choosing
 from lake_assets.dynamic_tables import refresh as dynamic
 from lake_assets.dynamic_tables.describing import HISTORY_COLUMNS
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
+from lake_assets.dynamic_tables.hidden_tables import STAGE_AFTER_COMMIT, STAGES_FOLDER
 from lake_assets.dynamic_tables.ranked import RANKED_AFTER_COMMIT, ranked_location
 from lake_assets.dynamic_tables.refresh import REFRESH_AFTER_COMMIT
 from lake_assets.dynamic_tables.refreshes import REFRESHES, RefreshTrigger
@@ -665,6 +666,41 @@ def test_a_top_n_reads_its_ranked_rows_and_survives_a_crash_between_its_two_comm
         "dynamic table", "Top 2 by total DESC", "  Aggregate GROUP BY category",
     ]  # fmt: skip
     summary.sql("DROP DYNAMIC TABLE top2")
+    assert not Path(location).exists()
+
+
+def test_stages_refresh_first_and_survive_a_crash_between_their_commits_and_the_tables(
+    spark: SparkSession, summary: LakeSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A HAVING over a scalar subquery: its groups and the scalar are stages, each with its own
+    record. Killed after the first stage's commit, the next refresh brings the other up and
+    applies both stages' changes once."""
+    summary.sql(
+        "CREATE DYNAMIC TABLE big REFRESH_MODE = INCREMENTAL AS SELECT category, SUM(amount) "
+        "AS total FROM sales_ods GROUP BY category "
+        "HAVING SUM(amount) > (SELECT AVG(amount) FROM sales_ods)"
+    )
+    location = summary.catalog.get(DynamicTableEntry, "big").location
+    assert rows(summary, "SELECT * FROM big") == [("Electronics", Decimal("21998.00"))]
+    assert len(list((Path(location) / STAGES_FOLDER).iterdir())) == 2
+    before = version(spark, summary, "big")
+    summary.sql("INSERT INTO sales_ods VALUES (6, 'Atlas', 'Books', 30000.00, '2026-06-02')")
+    crash_at(monkeypatch, STAGE_AFTER_COMMIT)
+    with pytest.raises(Crash):
+        dynamic.refresh(spark, summary.catalog, "big")
+    monkeypatch.undo()
+    assert version(spark, summary, "big") == before
+    outcome = dynamic.refresh(spark, summary.catalog, "big")
+    assert (outcome.mode, outcome.rows_inserted, outcome.rows_deleted) == ("INCREMENTAL", 1, 0)
+    assert set(outcome.source_versions) == {"sales_ods"}
+    assert rows(summary, "SELECT * FROM big ORDER BY total DESC") == [
+        ("Books", Decimal("30999.00")), ("Electronics", Decimal("21998.00")),
+    ]  # fmt: skip
+    (explained,) = summary.sql("EXPLAIN DYNAMIC TABLE big")
+    labels = [row[0] for row in explained.rows]
+    assert "      Scan stage 1" in labels
+    assert "Stage 2" in labels
+    summary.sql("DROP DYNAMIC TABLE big")
     assert not Path(location).exists()
 
 

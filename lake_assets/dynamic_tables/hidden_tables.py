@@ -1,0 +1,161 @@
+"""Hidden Delta tables inside a dynamic table's folder (Delta and VACUUM leave names starting
+with `_` alone): a top-N's ranked rows (see ranked) and the stages a query reads (see stages).
+Each is maintained like a dynamic table by its own plan and carries its own record of the
+source versions it reflects, so a crash between its commit and the table's costs nothing: the
+next refresh starts it from its own record."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import replace
+
+from pyspark.sql import SparkSession
+
+from lake_assets.core import failpoints
+from lake_assets.core.commits import fence_at, new_record
+from lake_assets.core.delta import (
+    is_table,
+    latest_version,
+    quote_name,
+    remove_location,
+    table_properties,
+)
+from lake_assets.core.entries import Column
+from lake_assets.dynamic_tables.incremental import (
+    SourceRead,
+    register_sources,
+    table_at,
+    view_or_self,
+)
+from lake_assets.dynamic_tables.plan import Plan, Stage
+from lake_assets.dynamic_tables.queries import references, rewrite, with_hidden
+from lake_assets.dynamic_tables.refreshes import REFRESH_MARKER, RefreshMode
+from lake_assets.dynamic_tables.writing import Phases, Write, write_full, write_incremental
+from lake_assets.tables.engine import create_delta_table
+
+STAGES_FOLDER = "_lake_stages"
+# Where tests kill this process between a stage's commit and the table's.
+STAGE_AFTER_COMMIT = "stage-after-commit"
+# The record of the stage versions a refresh read, beside its sources'.
+STAGES = "stages"
+_MAPPING = "delta.columnMapping.mode"
+_PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def hidden_write(
+    job: Write, location: str, columns: list[str], plan: Plan, feed: bool = False
+) -> Write:
+    """A hidden table's own write: its table (made when missing, or made anew when an earlier
+    version laid it out otherwise), fenced on it, reading the sources its query names from the
+    versions its last record names up to the refresh's."""
+    spark, entry = job.spark, job.entry
+    query = plan.runs
+    read_names = {table.name.lower() for table in references(query)}
+    reads = [read for read in job.reads if read.name in read_names]
+    hidden = replace(
+        entry,
+        location=location,
+        columns=tuple(Column(name, "") for name in columns),
+        hidden=plan.hidden,
+    )
+    register_sources(spark, reads, changes=False)
+    _prepare(job, location, [*columns, *plan.hidden], plan, reads, feed)
+    version = latest_version(spark, location)
+    app_id = f"lake-hidden-{location.rstrip('/').rsplit('/', 1)[-1]}"
+    fence, found = fence_at(spark, location, app_id, REFRESH_MARKER, version)
+    consumed = found[1]["sources"] if found is not None else {}
+    reads = [
+        replace(read, previous=previous_version(consumed.get(read.name), read.location))
+        for read in reads
+    ]
+    metadata = new_record(
+        REFRESH_MARKER,
+        trigger=job.metadata["trigger"],
+        start=job.metadata["start"],
+        sources={read.name: [read.location, read.version] for read in reads},
+        mode=RefreshMode.FULL,
+    )
+    return Write(spark, hidden, plan, query, reads, fence, metadata, job.phases)
+
+
+def bring_up(rows: Write, full: bool) -> None:
+    """The hidden table at the versions the refresh reads: in full when `full` or when it has
+    no record of its sources yet, from their changes when they changed."""
+    if full or any(read.previous is None for read in rows.reads):
+        write_full(rows, only_differences=False)
+    elif any(read.changed for read in rows.reads):
+        write_incremental(rows)
+
+
+def previous_version(consumed: list | None, location: str) -> int | None:
+    """The version a record says was read of the table at `location`, if it read that one."""
+    return consumed[1] if consumed and consumed[0] == location else None
+
+
+def _prepare(
+    job: Write, location: str, names: list[str], plan: Plan, reads: list[SourceRead], feed: bool
+) -> None:
+    """The hidden table with the columns the plan keeps, empty when made; with `feed` its
+    change data feed on, for a query that reads its changes."""
+    spark = job.spark
+    if is_table(spark, location):
+        if table_at(spark, location, latest_version(spark, location)).columns == names:
+            return
+        remove_location(location)
+    by_name = {read.name: read for read in reads}
+    sql = rewrite(with_hidden(plan, plan.runs), lambda _, name: view_or_self(by_name, name, "new"))
+    fields = spark.sql(sql).schema.fields
+    definitions = [
+        f"{quote_name(name)} {field.dataType.simpleString()}"
+        for name, field in zip(names, fields, strict=True)
+    ]
+    mapping = table_properties(spark, job.entry.location).get(_MAPPING)
+    if not all(map(_PLAIN_NAME.match, names)):
+        mapping = "name"
+    properties = {_MAPPING: mapping} if mapping else {}
+    if feed:
+        properties["delta.enableChangeDataFeed"] = "true"
+    create_delta_table(spark, location, definitions, None, properties)
+
+
+def stage_location(location: str, stage: Stage) -> str:
+    """A stage's table, named by its query and by how its plan lays it out: laid out otherwise
+    (by another version of the engine), it is a new table, which the query reads anew."""
+    layout = ",".join([*stage.columns, *stage.plan.hidden])
+    digest = hashlib.sha256(layout.encode()).hexdigest()[:8]
+    return f"{location.rstrip('/')}/{STAGES_FOLDER}/{stage.name}_{digest}"
+
+
+def write_stages(job: Write, consumed: dict[str, list], full: bool) -> list[SourceRead]:
+    """Bring every stage of the plan up to the versions the refresh reads, each after the
+    stages it reads; their reads for the query, from the versions `consumed` (the last
+    refresh's record) names."""
+    reads = list(job.reads)
+    staged: list[SourceRead] = []
+    for stage in job.plan.all_stages():
+        location = stage_location(job.entry.location, stage)
+        own = replace(job, reads=reads, phases=Phases())  # the refresh counts them as "stages"
+        rows = hidden_write(own, location, list(stage.columns), stage.plan, feed=True)
+        bring_up(rows, full)
+        failpoints.reached(STAGE_AFTER_COMMIT)
+        read = SourceRead(
+            stage.name,
+            location,
+            stage.columns,
+            latest_version(job.spark, location),
+            previous_version(consumed.get(stage.name), location),
+            len(reads),
+        )
+        reads.append(read)
+        staged.append(read)
+    return staged
+
+
+def stage_views(spark: SparkSession, plan: Plan, reads: list[SourceRead]) -> None:
+    """Each stage as a view of its query over the sources now (what it holds once brought up),
+    so that the query's columns are known before any stage is."""
+    by_name = {read.name: read for read in reads}
+    for stage in plan.all_stages():
+        sql = rewrite(stage.plan.runs, lambda _, name: view_or_self(by_name, name, "new"))
+        spark.sql(sql).createOrReplaceTempView(stage.name)
