@@ -59,7 +59,6 @@ def hidden_write(
         columns=tuple(Column(name, "") for name in columns),
         hidden=plan.hidden,
     )
-    register_sources(spark, reads, changes=False)
     _prepare(job, location, [*columns, *plan.hidden], plan, reads, feed)
     version = latest_version(spark, location)
     app_id = f"lake-hidden-{location.rstrip('/').rsplit('/', 1)[-1]}"
@@ -79,13 +78,14 @@ def hidden_write(
     return Write(spark, hidden, plan, query, reads, fence, metadata, job.phases)
 
 
-def bring_up(rows: Write, full: bool) -> None:
+def bring_up(rows: Write, full: bool) -> int:
     """The hidden table at the versions the refresh reads: in full when `full` or when it has
-    no record of its sources yet, from their changes when they changed."""
+    no record of its sources yet, from their changes when they changed; its version then."""
     if full or any(read.previous is None for read in rows.reads):
-        write_full(rows, only_differences=False)
-    elif any(read.changed for read in rows.reads):
-        write_incremental(rows)
+        return write_full(rows, only_differences=False).version
+    if any(read.changed for read in rows.reads):
+        return write_incremental(rows).version
+    return rows.dt_version
 
 
 def previous_version(consumed: list | None, location: str) -> int | None:
@@ -103,6 +103,7 @@ def _prepare(
         if table_at(spark, location, latest_version(spark, location)).columns == names:
             return
         remove_location(location)
+    register_sources(spark, reads, changes=False)
     by_name = {read.name: read for read in reads}
     sql = rewrite(with_hidden(plan, plan.runs), lambda _, name: view_or_self(by_name, name, "new"))
     fields = spark.sql(sql).schema.fields
@@ -137,16 +138,10 @@ def write_stages(job: Write, consumed: dict[str, list], full: bool) -> list[Sour
         location = stage_location(job.entry.location, stage)
         own = replace(job, reads=reads, phases=Phases())  # the refresh counts them as "stages"
         rows = hidden_write(own, location, list(stage.columns), stage.plan, feed=True)
-        bring_up(rows, full)
+        version = bring_up(rows, full)
         failpoints.reached(STAGE_AFTER_COMMIT)
-        read = SourceRead(
-            stage.name,
-            location,
-            stage.columns,
-            latest_version(job.spark, location),
-            previous_version(consumed.get(stage.name), location),
-            len(reads),
-        )
+        previous = previous_version(consumed.get(stage.name), location)
+        read = SourceRead(stage.name, location, stage.columns, version, previous, len(reads))
         reads.append(read)
         staged.append(read)
     return staged

@@ -504,8 +504,13 @@ def _grouping_problem(group: exp.Group | None) -> str | None:
         return None
     if not group.expressions:
         return "GROUP BY () is refreshed in full"
-    if any(group.args.get(key) for key in ("rollup", "cube", "grouping_sets", "totals")):
-        return "ROLLUP, CUBE and GROUPING SETS are refreshed in full"
+    if any(group.args.get(key) for key in ("rollup", "cube", "grouping_sets", "totals")) or any(
+        isinstance(e, exp.Rollup | exp.Cube | exp.GroupingSets) for e in group.expressions
+    ):
+        return (
+            "ROLLUP, CUBE and GROUPING SETS are refreshed in full unless each grouping set's "
+            "groups can be kept in a stage (no DISTINCT, window or subquery)"
+        )
     return None
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from lake_assets.core import names
+from lake_assets.dynamic_tables.grouping_sets import Sets, grouping_sets, in_set
 from lake_assets.dynamic_tables.keys import uncorrelated
 
 STAGE_PREFIX = names.hidden("stage_")
@@ -30,11 +31,22 @@ def _tested(index: int) -> str:
     return names.hidden(f"having_{index}")
 
 
+def _key(index: int) -> str:
+    return names.hidden(f"k_{index}")
+
+
+def _aggregated(index: int) -> str:
+    return names.hidden(f"a_{index}")
+
+
+_GROUP_ROWS = names.hidden("n")
+
+
 @dataclass(frozen=True)
 class Staged:
     """`query` reads each part of `parts` as the table its name names."""
 
-    query: exp.Select
+    query: exp.Query
     parts: tuple[tuple[str, exp.Query], ...]
 
 
@@ -46,6 +58,10 @@ def staged(query: exp.Expr) -> Staged | None:
     ):
         return None  # a top-N stages the rows it ranks (see top)
     parts: list[tuple[str, exp.Query]] = []
+    sets = grouping_sets(query)
+    if sets is not None:
+        union = _sets_staged(query, sets, parts)
+        return Staged(union, tuple(parts)) if union is not None else None
     select = _groups_staged(query.copy(), parts)
     if select is None or not _derived_staged(select, parts):
         return None
@@ -184,3 +200,61 @@ def _groups_staged(select: exp.Select, parts: list[tuple[str, exp.Query]]) -> ex
         for i, column in enumerate(output)
     ]  # fmt: skip
     return exp.select(*outer_items).from_(_read_as(name, _GROUPS)).where(condition)
+
+
+def _sets_staged(
+    select: exp.Select, sets: Sets, parts: list[tuple[str, exp.Query]]
+) -> exp.Query | None:
+    """ROLLUP, CUBE and GROUPING SETS as a UNION ALL over their grouping sets, each set's groups
+    (its keys and every aggregate the query computes) a stage; the set without keys is an
+    aggregate of every row, kept only when there are rows."""
+    if any(select.args.get(clause) for clause in ("distinct", "qualify", "windows")):
+        return None
+    having = select.args.get("having")
+    if select.find(exp.Window) or (having is not None and having.find(exp.Query)):
+        return None
+    calls: dict[str, exp.Expr] = {}
+    for node in select.find_all(exp.AggFunc):
+        if not isinstance(node, exp.Grouping | exp.GroupingId) and not node.find_ancestor(
+            exp.AggFunc
+        ):
+            calls.setdefault(node.sql(dialect="spark"), node)
+    slots = {text: exp.column(_aggregated(i), table=_GROUPS) for i, text in enumerate(calls)}
+
+    def folded(node: exp.Expr) -> exp.Expr:
+        slot = slots.get(node.sql(dialect="spark")) if isinstance(node, exp.AggFunc) else None
+        return slot.copy() if slot is not None else node
+
+    branches = []
+    for chosen in sets.sets:
+        groups = select.copy()
+        groups.set("having", None)
+        items = [exp.alias_(e.copy(), _key(i)) for i, e in enumerate(chosen)]
+        items += [exp.alias_(call.copy(), _aggregated(i)) for i, call in enumerate(calls.values())]
+        if chosen:
+            groups.set("group", exp.Group(expressions=[e.copy() for e in chosen]))
+        else:
+            groups.set("group", None)
+            items.append(exp.alias_(exp.Count(this=exp.Star()), _GROUP_ROWS))
+        groups.set("expressions", items)
+        name = stage_name(groups)
+        parts.append((name, groups))
+        key = [exp.column(_key(i), table=_GROUPS) for i in range(len(chosen))]
+        outer = [
+            exp.alias_(in_set(item.unalias().transform(folded), sets, chosen, key), column)
+            if column else in_set(item.transform(folded), sets, chosen, key)
+            for item, column in zip(select.selects, select.named_selects, strict=True)
+        ]  # fmt: skip
+        conditions = [in_set(having.this.transform(folded), sets, chosen, key)] if having else []
+        if not chosen:
+            conditions.append(exp.column(_GROUP_ROWS, table=_GROUPS) > 0)
+        branch = exp.select(*outer).from_(_read_as(name, _GROUPS))
+        if conditions:
+            branch = branch.where(exp.and_(*conditions))
+        if any(c.table != _GROUPS for c in branch.find_all(exp.Column)):
+            return None  # a column that is no grouping expression: Spark refuses the query
+        branches.append(branch)
+    union: exp.Query = branches[0]
+    for branch in branches[1:]:
+        union = exp.union(union, branch, distinct=False)
+    return union

@@ -89,7 +89,11 @@ def test_set_operations_are_keyed_by_their_rows(sql: str) -> None:
         ("SELECT 1 AS one, COUNT(*) AS n FROM t", "without GROUP BY selects only aggregates"),
         ("SELECT a, COUNT(*) AS n FROM t GROUP BY a HAVING COUNT(*) > (SELECT 1)", "HAVING"),
         ("SELECT a, COUNT(*) AS n, rand() AS r FROM t GROUP BY a", "non-deterministic"),
-        ("SELECT a, COUNT(*) AS n FROM t GROUP BY ROLLUP (a)", "ROLLUP"),
+        (
+            "SELECT a, COUNT(*) AS n FROM t GROUP BY ROLLUP (a) HAVING COUNT(*) > (SELECT 1)",
+            "HAVING",
+        ),
+        ("SELECT a, b, COUNT(*) AS n FROM t GROUP BY ROLLUP (a)", "ROLLUP"),
         ("SELECT a, COUNT(*) AS n FROM t UNION ALL SELECT a, 1 AS n FROM u", "aggregate"),
         ("SELECT a FROM t VERSION AS OF 3", "time travel"),
         ("SELECT x FROM t LATERAL VIEW json_tuple(t.j, 'a') e AS x", "LATERAL VIEW JSON_TUPLE"),
@@ -363,3 +367,38 @@ def test_what_no_stage_can_hold_stays_full(sql: str, reason: str) -> None:
     found = plan(sql)
     assert (found.shape, found.stages) == (None, ())
     assert reason in found.reason
+
+
+@pytest.mark.parametrize(
+    ("sql", "sets"),
+    [
+        ("SELECT a, b, SUM(x) AS s FROM t GROUP BY ROLLUP (a, b)", 3),
+        ("SELECT a, b, SUM(x) AS s FROM t GROUP BY a, b WITH ROLLUP", 3),
+        ("SELECT a, b, COUNT(*) AS n FROM t GROUP BY CUBE (a, b) HAVING COUNT(*) > 1", 4),
+        ("SELECT a, b, MAX(x) AS m FROM t GROUP BY GROUPING SETS ((a, b), a, ())", 3),
+        ("SELECT c, a, MIN(x) AS m FROM t GROUP BY c, ROLLUP (a)", 2),
+    ],
+)
+def test_grouping_sets_are_a_union_all_of_one_stage_per_set(sql: str, sets: int) -> None:
+    found = plan(sql)
+    assert (found.shape, found.reason, len(found.stages)) == (PROJECTION, None, sets)
+    assert all(stage.plan.shape == AGGREGATE for stage in found.stages)
+
+
+def test_a_grouping_set_reads_its_keys_nulls_the_others_and_numbers_grouping() -> None:
+    found = plan(
+        "SELECT upper(a) AS u, b, SUM(x) AS s, GROUPING_ID() AS g, GROUPING(b) AS gb FROM t "
+        "GROUP BY ROLLUP (a, b)"
+    )
+    branches = found.runs.sql(dialect="spark").split(" UNION ALL ")
+    groups = "__lake_groups"
+    assert [branch.split(" FROM ")[0] for branch in branches] == [
+        f"SELECT UPPER({groups}.__lake_k_0) AS u, {groups}.__lake_k_1 AS b, "
+        f"{groups}.__lake_a_0 AS s, CAST(0 AS BIGINT) AS g, CAST(0 AS TINYINT) AS gb",
+        f"SELECT UPPER({groups}.__lake_k_0) AS u, NULL AS b, {groups}.__lake_a_0 AS s, "
+        "CAST(1 AS BIGINT) AS g, CAST(1 AS TINYINT) AS gb",
+        f"SELECT UPPER(NULL) AS u, NULL AS b, {groups}.__lake_a_0 AS s, CAST(3 AS BIGINT) AS g, "
+        "CAST(1 AS TINYINT) AS gb",
+    ]
+    # The grand total is an aggregate of every row: kept only while there are rows.
+    assert branches[2].endswith(f"WHERE {groups}.__lake_n > 0")

@@ -226,7 +226,9 @@ def test_set_operations_over_two_tables(spark, initial, steps):
 @given(initial=INITIAL, steps=SRC_STEPS)
 @example(initial=SRC_EXAMPLE[0], steps=SRC_EXAMPLE[1])
 def test_aggregates_with_and_without_group_by_null_keys_and_decimals(spark, initial, steps):
-    """Without GROUP BY, the one row stays when every source row is gone (COUNT 0, NULLs)."""
+    """Without GROUP BY, the one row stays when every source row is gone (COUNT 0, NULLs);
+    GROUPING SETS (one stage per set) tell a NULL key from a rolled-up one by GROUPING_ID(),
+    and their grand total goes with the last row."""
     check_history(
         spark,
         {
@@ -238,6 +240,8 @@ def test_aggregates_with_and_without_group_by_null_keys_and_decimals(spark, init
             "AVG(amount) AS a, MIN(amount) AS lo, MAX(qty) AS hi FROM src WHERE cat IS NOT NULL",
             "ratios": "SELECT SUM(amount) / NULLIF(COUNT(*), 0) AS per_row, "
             "COUNT(DISTINCT cat) + MAX(qty) AS mixed FROM src",
+            "sets": "SELECT cat, name, qty, SUM(amount) AS s, MAX(amount) AS m, COUNT(*) AS n, "
+            "GROUPING_ID() AS g FROM src GROUP BY GROUPING SETS ((cat, name), qty, ())",
         },
         initial,
         steps,
