@@ -30,6 +30,7 @@ from lake_assets.dynamic_tables.incremental import (
     SourceRead,
     col,
     null_safe,
+    only_gained,
     row_changes,
     table_at,
     view_or_self,
@@ -46,8 +47,11 @@ from lake_assets.dynamic_tables.plan import (
     SUM,
     Aggregate,
     Plan,
+    by_join_key,
+    derived_table,
 )
 from lake_assets.dynamic_tables.queries import (
+    ROW_MARK,
     argument_column,
     key_column,
     pre_aggregation,
@@ -68,13 +72,24 @@ def _floating(aggregate: Aggregate, argument_types: dict[str, DataType]) -> bool
     return isinstance(argument_type, DoubleType | FloatType)
 
 
-def _may_recompute(plan: Plan, argument_types: dict[str, DataType]) -> bool:
-    """Whether any group can need recomputing: MIN/MAX, COUNT(DISTINCT), floating SUM/AVG."""
-    return any(
-        a.kind in (MIN, MAX, COUNT_DISTINCT)
+def _may_recompute(plan: Plan, argument_types: dict[str, DataType], gained: bool) -> bool:
+    """Whether any group can need recomputing: COUNT(DISTINCT), floating SUM/AVG, MIN/MAX
+    unless the rows aggregated were only `gained` (no extreme lost), and a group emptied."""
+    extremes = () if gained else (MIN, MAX)
+    return (not plan.keys and not gained) or any(
+        a.kind in (*extremes, COUNT_DISTINCT)
         or (a.kind in (SUM, AVG) and _floating(a, argument_types))
         for a in plan.aggregates
     )
+
+
+def _only_gained(spark: SparkSession, plan: Plan, reads: dict[str, SourceRead]) -> bool:
+    """Whether the rows aggregated were only gained: the sources only gained rows, and the
+    rows read from them by inner joins alone, which gain no row from another's loss."""
+    select = plan.branches[0]
+    if by_join_key(select) or derived_table(select) is not None:
+        return False
+    return only_gained(spark, reads.values())
 
 
 def aggregate_merge(
@@ -113,7 +128,7 @@ def aggregate_merge(
     recompute_keys.createOrReplaceTempView(RECOMPUTE_KEYS)
     merge_columns = [*columns, OP]
     source = removed.select(*merge_columns).unionAll(updated.select(*merge_columns))
-    may_recompute = not plan.keys or _may_recompute(plan, argument_types)
+    may_recompute = _may_recompute(plan, argument_types, _only_gained(spark, plan, reads))
     if may_recompute and not to_recompute.isEmpty():
         key_types = {position: types[visible[position]] for position, _ in plan.keys}
         recomputed = _recomputed_groups(spark, plan, query, reads, columns, key_types)
@@ -129,7 +144,8 @@ def _group_changes(
     """Each affected group's change measures, and the argument types that decide how it folds."""
     arguments = [argument_column(a.slot) for a in plan.aggregates if a.argument is not None]
     # Netted and grouped after one shuffle: rows are netted within their group's partition.
-    changes = row_changes(spark, (pre_aggregation(plan),), reads, [*keys, *arguments], tuple(keys))
+    read = pre_aggregation(plan)
+    changes = row_changes(spark, (read,), reads, [*keys, *arguments] or [ROW_MARK], tuple(keys))
     argument_types = {field.name: field.dataType for field in changes.schema.fields}
     multiplicity = F.col(MULT)
     measures = [F.sum(multiplicity).alias(_CHANGED_ROWS)]

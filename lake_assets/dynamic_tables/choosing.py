@@ -1,7 +1,7 @@
-"""REFRESH_MODE per refresh: FULL always recomputes; AUTO recomputes when the sources' change is
-a large share of their rows (and they are large), estimated from their Delta logs (no Spark
-job), and applies the changes otherwise; INCREMENTAL always applies them (CREATE refused what it
-cannot maintain)."""
+"""REFRESH_MODE per refresh: FULL always recomputes; AUTO recomputes when, on large sources,
+the change is a large share of their rows or applying it reads about as many rows as
+recomputing (estimated from their Delta logs, no Spark job), and applies the changes otherwise;
+INCREMENTAL always applies them (CREATE refused what it cannot maintain)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.delta import commits_from, row_changes
 from lake_assets.dynamic_tables.entry import DynamicTableEntry, RefreshModeChoice
-from lake_assets.dynamic_tables.incremental import SourceRead
+from lake_assets.dynamic_tables.incremental import SourceRead, commit_changes
 from lake_assets.dynamic_tables.plan import AGGREGATE, Plan
 from lake_assets.dynamic_tables.queries import references
 
@@ -35,34 +34,39 @@ class Estimate:
 
     changed: int
     rows: int
+    # Each changed source's changed rows and rows.
+    sources: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def incremental_reads(self) -> int:
+        """The rows applying the change reads, roughly: each changed source's change joined
+        with the other sources whole (the delta rule); of one source, its change alone."""
+        return sum(change + self.rows - rows for change, rows in self.sources)
 
 
 def changed_rows(spark: SparkSession, read: SourceRead) -> int | None:
     """Rows inserted, deleted or updated (counted twice) in the source since the last refresh,
     from its commits' metrics; None when a commit does not say."""
-    total = 0
-    for commit in commits_from(spark, read.location, int(read.previous or 0) + 1):
-        if commit.version > read.version:
-            break
-        changes = row_changes(commit.operation or "", commit.operation_metrics)
-        if changes is None:
-            return None
-        inserted, updated, deleted = changes
-        total += inserted + 2 * updated + deleted
-    return total
+    changes = commit_changes(spark, read)
+    if changes is None:
+        return None
+    return sum(inserted + 2 * updated + deleted for inserted, updated, deleted in changes)
 
 
 def estimate(spark: SparkSession, catalog: Catalog, reads: list[SourceRead]) -> Estimate | None:
     """From the sources' Delta logs and the catalog (no Spark job); None when a commit or the
     catalog does not say."""
     changed = rows = 0
+    sources = []
     for read in reads:
         count = catalog.stored(read.name).row_count
         change = changed_rows(spark, read) if read.changed else 0
         if count is None or change is None:
             return None
         changed, rows = changed + change, rows + count
-    return Estimate(changed, rows)
+        if read.changed:
+            sources.append((change, count))
+    return Estimate(changed, rows, tuple(sources))
 
 
 def compiled(plan: Plan, estimate: Estimate | None, table_rows: int) -> bool:
@@ -85,13 +89,20 @@ def _auto_reason(entry: DynamicTableEntry, estimate: Estimate | None) -> str | N
         return "REFRESH_MODE = FULL"
     if entry.refresh_mode is not RefreshModeChoice.AUTO or estimate is None:
         return None  # no estimate: the changes are applied
-    changed, rows = estimate.changed, estimate.rows
-    if rows < AUTO_MIN_ROWS or changed < AUTO_FULL_SHARE * rows:
+    changed, rows, reads = estimate.changed, estimate.rows, estimate.incremental_reads
+    if rows < AUTO_MIN_ROWS:
         return None
-    return (
-        f"AUTO: {changed} rows changed of {rows} in the sources ({changed / rows:.0%}), at least "
-        f"{AUTO_FULL_SHARE:.0%}: recomputing costs less than applying the changes"
-    )
+    if changed >= AUTO_FULL_SHARE * rows:
+        return (
+            f"AUTO: {changed} rows changed of {rows} in the sources ({changed / rows:.0%}), at "
+            f"least {AUTO_FULL_SHARE:.0%}: recomputing costs less than applying the changes"
+        )
+    if reads >= rows:
+        return (
+            f"AUTO: applying the changes reads about {reads} rows (each changed source's change "
+            f"with the other sources whole), recomputing {rows}: recomputing costs less"
+        )
+    return None
 
 
 def why_full(

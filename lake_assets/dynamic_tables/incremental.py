@@ -22,7 +22,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 from sqlglot import exp
 
-from lake_assets.core.delta import delta_ref, quote_name
+from lake_assets.core.delta import commits_from, delta_ref, quote_name
+from lake_assets.core.delta import row_changes as delta_row_changes
 from lake_assets.core.names import hidden
 from lake_assets.dynamic_tables import pruning
 from lake_assets.dynamic_tables.keys import JoinKey, Parameter, join_key, key_of
@@ -66,6 +67,29 @@ class SourceRead:
     def view(self, kind: str) -> str:
         """Temporary view of this source: `new`, `old`, `pos` (rows gained) or `neg` (lost)."""
         return hidden(f"source_{self.index}_{kind}")
+
+
+def commit_changes(spark: SparkSession, read: SourceRead) -> list[tuple[int, int, int]] | None:
+    """The rows (inserted, updated, deleted) of each commit to the source since the last
+    refresh, from their metrics (no Spark job); None when a commit does not say."""
+    changes = []
+    for commit in commits_from(spark, read.location, int(read.previous or 0) + 1):
+        if commit.version > read.version:
+            break
+        counted = delta_row_changes(commit.operation or "", commit.operation_metrics)
+        if counted is None:
+            return None
+        changes.append(counted)
+    return changes
+
+
+def only_gained(spark: SparkSession, reads: Iterable[SourceRead]) -> bool:
+    """Whether the sources only gained rows since the last refresh (appends alone)."""
+    for read in reads:
+        changes = commit_changes(spark, read) if read.changed else []
+        if changes is None or any(updated or deleted for _, updated, deleted in changes):
+            return False
+    return True
 
 
 def col(name: str) -> SparkColumn:

@@ -55,6 +55,9 @@ def with_hidden(plan: Plan, query: exp.Expr) -> exp.Expr:
     return select.select(*extra, copy=False)
 
 
+ROW_MARK = names.hidden("row")
+
+
 def key_column(position: int) -> str:
     return names.hidden(f"k_{position}")
 
@@ -72,7 +75,8 @@ def pre_aggregation(plan: Plan) -> exp.Select:
         for a in plan.aggregates
         if a.argument is not None
     ]
-    select.set("expressions", columns)
+    # Only COUNT(*) without GROUP BY reads no column: each row still counts.
+    select.set("expressions", columns or [exp.alias_(exp.Literal.number(1), ROW_MARK)])
     select.set("group", None)
     return select
 

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import sqlglot
 
-from lake_assets.dynamic_tables.choosing import COMPILED_MIN_ROWS, Estimate, compiled
+from lake_assets.dynamic_tables.choosing import (
+    AUTO_MIN_ROWS,
+    COMPILED_MIN_ROWS,
+    Estimate,
+    compiled,
+    why_full,
+)
+from lake_assets.dynamic_tables.entry import DynamicTableEntry, RefreshModeChoice
 from lake_assets.dynamic_tables.plan import classify
 
 SUMMARY = "SELECT category, COUNT(*) AS n, MIN(dt) AS first FROM sales GROUP BY category"
@@ -24,3 +31,25 @@ def test_a_join_reads_its_sources_and_no_estimate_compiles() -> None:
     assert compiled(plan, Estimate(changed=5, rows=COMPILED_MIN_ROWS), table_rows=20)
     assert not compiled(plan, Estimate(changed=5, rows=1000), table_rows=20)
     assert compiled(plan, None, table_rows=0)
+
+
+def auto_reason(estimate: Estimate) -> str | None:
+    entry = DynamicTableEntry("d", "/tmp/d", (), JOINED, ("sales", "customers"), ())
+    assert entry.refresh_mode is RefreshModeChoice.AUTO
+    plan = classify(sqlglot.parse_one(JOINED, read="spark"))
+    return why_full(entry, plan, [], False, [], False, estimate)
+
+
+def test_auto_recomputes_large_sources_when_applying_the_change_reads_as_much() -> None:
+    sales, customers = 4 * AUTO_MIN_ROWS, AUTO_MIN_ROWS
+    rows = sales + customers
+    # Only the sales changed: their change joined with the customers, far less than both.
+    assert auto_reason(Estimate(50, rows, ((50, sales),))) is None
+    # Both changed: each change joined with the other table whole reads more than recomputing.
+    assert auto_reason(Estimate(70, rows, ((50, sales), (20, customers)))) == (
+        f"AUTO: applying the changes reads about {rows + 70} rows (each changed source's change "
+        f"with the other sources whole), recomputing {rows}: recomputing costs less"
+    )
+    # Small sources keep applying their changes, a large share recomputes.
+    assert auto_reason(Estimate(7, 30, ((5, 20), (2, 10)))) is None
+    assert auto_reason(Estimate(rows // 4, rows, ((rows // 4, sales),))).startswith("AUTO: ")
