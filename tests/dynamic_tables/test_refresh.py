@@ -633,6 +633,25 @@ def test_a_crash_before_the_commit_leaves_nothing(
     assert rows(summary, "SELECT COUNT(*) FROM sales_summary") == [(2,)]
 
 
+def killed_between_commits(
+    spark: SparkSession,
+    summary: LakeSession,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    point: str,
+) -> dynamic.RefreshOutcome:
+    """A sale of 30,000 Books, a refresh killed at `point` (a hidden table committed, the table
+    not), and the refresh after it."""
+    before = version(spark, summary, name)
+    summary.sql("INSERT INTO sales_ods VALUES (6, 'Atlas', 'Books', 30000.00, '2026-06-02')")
+    crash_at(monkeypatch, point)
+    with pytest.raises(Crash):
+        dynamic.refresh(spark, summary.catalog, name)
+    monkeypatch.undo()
+    assert version(spark, summary, name) == before
+    return dynamic.refresh(spark, summary.catalog, name)
+
+
 def test_a_top_n_reads_its_ranked_rows_and_survives_a_crash_between_its_two_commits(
     spark: SparkSession, summary: LakeSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -649,14 +668,7 @@ def test_a_top_n_reads_its_ranked_rows_and_survives_a_crash_between_its_two_comm
     ]  # fmt: skip
     ranked = spark.read.format("delta").load(ranked_location(location))
     assert ranked.count() == 3  # every group, the top's and the others
-    before = version(spark, summary, "top2")
-    summary.sql("INSERT INTO sales_ods VALUES (6, 'Atlas', 'Books', 30000.00, '2026-06-02')")
-    crash_at(monkeypatch, RANKED_AFTER_COMMIT)
-    with pytest.raises(Crash):
-        dynamic.refresh(spark, summary.catalog, "top2")
-    monkeypatch.undo()
-    assert version(spark, summary, "top2") == before
-    outcome = dynamic.refresh(spark, summary.catalog, "top2")
+    outcome = killed_between_commits(spark, summary, monkeypatch, "top2", RANKED_AFTER_COMMIT)
     assert (outcome.mode, outcome.rows_inserted, outcome.rows_deleted) == ("INCREMENTAL", 1, 1)
     assert rows(summary, "SELECT * FROM top2 ORDER BY total DESC") == [
         ("Books", Decimal("30999.00")), ("Electronics", Decimal("21998.00")),
@@ -683,14 +695,7 @@ def test_stages_refresh_first_and_survive_a_crash_between_their_commits_and_the_
     location = summary.catalog.get(DynamicTableEntry, "big").location
     assert rows(summary, "SELECT * FROM big") == [("Electronics", Decimal("21998.00"))]
     assert len(list((Path(location) / STAGES_FOLDER).iterdir())) == 2
-    before = version(spark, summary, "big")
-    summary.sql("INSERT INTO sales_ods VALUES (6, 'Atlas', 'Books', 30000.00, '2026-06-02')")
-    crash_at(monkeypatch, STAGE_AFTER_COMMIT)
-    with pytest.raises(Crash):
-        dynamic.refresh(spark, summary.catalog, "big")
-    monkeypatch.undo()
-    assert version(spark, summary, "big") == before
-    outcome = dynamic.refresh(spark, summary.catalog, "big")
+    outcome = killed_between_commits(spark, summary, monkeypatch, "big", STAGE_AFTER_COMMIT)
     assert (outcome.mode, outcome.rows_inserted, outcome.rows_deleted) == ("INCREMENTAL", 1, 0)
     assert set(outcome.source_versions) == {"sales_ods"}
     assert rows(summary, "SELECT * FROM big ORDER BY total DESC") == [
