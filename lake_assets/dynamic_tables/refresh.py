@@ -258,7 +258,7 @@ def _refresh(
                     write_top(job, full=False) if plan.shape == TOP_N else write_incremental(job)
                 )
         except Exception as error:
-            if not any(condition in str(error) for condition in _FEED_GONE):
+            if not _feed_gone(error):
                 raise
             first = str(error).strip().splitlines()[0][:300]
             reason = f"the change data feed could not be read: {first}"
@@ -282,12 +282,22 @@ def _refresh(
 def _staged(job: Write, previous: dict[str, Any] | None, full: bool) -> tuple[Write, str | None]:
     """The stages brought up to date first (see hidden_tables), and the refresh's job reading
     them too; why it recomputes when a stage is new to it."""
-    staged = write_stages(job, (previous or {}).get(STAGES, {}), full)
+    consumed = (previous or {}).get(STAGES, {})
+    try:
+        staged = write_stages(job, consumed, full)
+    except Exception as error:
+        if full or not _feed_gone(error):
+            raise
+        staged = write_stages(job, consumed, full=True)  # a stage's sources' feed is gone
     job.metadata[STAGES] = {read.name: [read.location, read.version] for read in staged}
     job.phases.end("stages")
     anew = any(read.previous is None for read in staged)
     reason = "the parts of its query kept in hidden tables are new: read whole" if anew else None
     return replace(job, reads=[*job.reads, *staged]), reason
+
+
+def _feed_gone(error: Exception) -> bool:
+    return any(condition in str(error) for condition in _FEED_GONE)
 
 
 def _outcome(record: RefreshRecord, phases: Phases | None = None) -> RefreshOutcome:

@@ -469,7 +469,13 @@ def test_refresh_mode_full_incremental_and_auto_by_the_size_of_the_change(
 def test_change_tracking_turned_off_is_turned_on_again_and_refreshes_full(
     summary: LakeSession,
 ) -> None:
+    """Stages too: the feed they would read is gone, so they are rebuilt whole."""
+    summary.sql(
+        "CREATE DYNAMIC TABLE big AS SELECT category FROM sales_ods GROUP BY category "
+        "HAVING SUM(amount) > (SELECT AVG(amount) FROM sales_ods)"
+    )
     summary.sql("ALTER TABLE sales_ods SET PROPERTIES ('change_tracking' = 'false')")
+    summary.sql("INSERT INTO sales_ods VALUES (6, 'Atlas', 'Books', 30000.00, '2026-06-02')")
     describe = dict(rows(summary, "DESC DYNAMIC TABLE sales_summary"))
     assert describe["refresh_mode"] == "FULL"
     assert "change tracking is off on sales_ods" in describe["refresh_mode_reason"]
@@ -481,7 +487,10 @@ def test_change_tracking_turned_off_is_turned_on_again_and_refreshes_full(
     summary.sql("DELETE FROM sales_ods WHERE id = 5")
     summary.sql("REFRESH DYNAMIC TABLE sales_summary")
     assert history_of(summary, "sales_summary")[0]["refresh_mode"] == "INCREMENTAL"
-    assert rows(summary, "SELECT COUNT(*) FROM sales_summary") == [(2,)]  # Books emptied
+    assert rows(summary, "SELECT COUNT(*) FROM sales_summary") == [(3,)]  # Atlas stays
+    summary.sql("REFRESH DYNAMIC TABLE big")
+    assert history_of(summary, "big")[0]["state"] == "SUCCEED"
+    assert rows(summary, "SELECT * FROM big ORDER BY category") == [("Books",), ("Electronics",)]
 
 
 def test_a_failed_refresh_keeps_the_contents_and_records_the_error(
