@@ -31,15 +31,31 @@ s3_endpoint = s3_endpoint_fixture(scope="session")
 postgres_url = postgres_url_fixture(scope="session")
 kafka_broker = kafka_broker_fixture(scope="session")
 
-# The longest tests (a whole deployment: cluster, S3, Postgres, the daemon; TPC-H's 22 queries
-# through rounds of changes) go first, so that neither ends the run alone; the rest keep their file
-# order (each worker takes a third of them).
-FIRST = ("tests/test_scale_out.py", "tests/dynamic_tables/test_tpch.py")
+# The longest tests (TPC-H's 22 queries through rounds of changes, a whole deployment: cluster,
+# S3, Postgres, the daemon; the property tests' histories) open the workers' shares in turn: the
+# work-stealing scheduler hands each worker a contiguous share of the collection and steals from
+# the ends of the shares, so a long test at the end of one would finish the run alone. The rest
+# keep their file order.
+LONGEST = (
+    "tests/dynamic_tables/test_tpch.py",
+    "tests/test_scale_out.py",
+    "tests/dynamic_tables/test_properties.py",
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    order = {path: place for place, path in enumerate(FIRST)}
-    items.sort(key=lambda item: order.get(item.nodeid.split("::")[0], len(FIRST)))
+    place = {path: index for index, path in enumerate(LONGEST)}
+    ordered = sorted(items, key=lambda item: place.get(item.nodeid.split("::")[0], len(LONGEST)))
+    longest = [item for item in ordered if item.nodeid.split("::")[0] in place]
+    rest = ordered[len(longest) :]
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    arranged: list[pytest.Item] = []
+    for worker in range(workers):
+        share = (len(items) - len(arranged)) // (workers - worker)  # as the scheduler deals
+        opening = longest[worker::workers]
+        arranged += opening + rest[: max(0, share - len(opening))]
+        rest = rest[max(0, share - len(opening)) :]
+    items[:] = arranged + rest
 
 
 # Every JVM the tests start (Spark drivers, a Connect server, the Kafka broker, a cluster's daemons

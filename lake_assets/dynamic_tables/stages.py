@@ -1,6 +1,7 @@
 """Parts of a query that the rest reads as tables of their own (stages): a derived table beside
 other tables, an uncorrelated scalar subquery in a WHERE (an aggregate without GROUP BY: exactly
-one row, joined to every row), and the groups a HAVING with a subquery filters. Each stage is
+one row, joined to every row), the groups a HAVING with a subquery filters, and the groups of
+each grouping set of a ROLLUP, CUBE or GROUPING SETS (see grouping_sets). Each stage is
 kept in a hidden table maintained by its own plan (see plan.Stage); the query then reads the
 stages as it reads its sources, their change data feeds included, so its own rule holds over
 them: when a scalar moves, the rows it decides otherwise are its change."""
@@ -19,8 +20,10 @@ from lake_assets.dynamic_tables.keys import uncorrelated
 STAGE_PREFIX = names.hidden("stage_")
 # The one column of a scalar subquery's stage.
 VALUE = names.hidden("value")
-# The alias the groups of a HAVING are read under, and their columns.
+# The alias a stage of groups is read under, and its columns: the query's items, what a HAVING
+# tests, a grouping set's keys and aggregates, and the rows of the set without keys.
 _GROUPS = names.hidden("groups")
+_GROUP_ROWS = names.hidden("n")
 
 
 def _item(index: int) -> str:
@@ -37,9 +40,6 @@ def _key(index: int) -> str:
 
 def _aggregated(index: int) -> str:
     return names.hidden(f"a_{index}")
-
-
-_GROUP_ROWS = names.hidden("n")
 
 
 @dataclass(frozen=True)
