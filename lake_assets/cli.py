@@ -16,7 +16,7 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
 from lake_assets.lake_session import LakeSession
-from lake_assets.output import FORMATS, write_result
+from lake_assets.output import FORMATS, visible, write_result
 from lake_assets.sql.grammar import StatementError
 from resources import spark_cluster
 from resources.jvm import JAVA_JARS, SPARK_JAR_SETS, check_java, compiled_jar, fetch_jars
@@ -201,7 +201,7 @@ def run_code_server(args: argparse.Namespace) -> int:
 def _fail(message: str, debug: bool) -> int:
     if debug:
         traceback.print_exc()
-    print(f"error: {message}", file=sys.stderr)
+    print(f"error: {visible(message)}", file=sys.stderr)
     return 1
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from collections.abc import Sequence
 from datetime import date, datetime
 from decimal import Decimal
@@ -13,6 +14,19 @@ from typing import Any, TextIO
 from lake_assets.core.results import Result
 
 FORMATS = ("table", "json", "csv")
+
+
+# Characters a terminal acts on rather than shows (controls, escape sequences, bidirectional
+# overrides), as the escapes that name them: a value in a table must not rewrite the screen.
+_INVISIBLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
+_NAMED = {"\0": "\\0", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def visible(text: str) -> str:
+    """Text for a terminal, its control characters written as escapes (`\\x1b`, `\\0`)."""
+    return _INVISIBLE.sub(
+        lambda m: _NAMED.get(m[0]) or m[0].encode("unicode_escape").decode(), text
+    )
 
 
 def _text(value: Any, null: str) -> str:
@@ -47,7 +61,8 @@ def _json(value: Any) -> str:
 
 
 def _write_table(columns: list[str], rows: list[Sequence[Any]], out: TextIO) -> None:
-    cells = [[_text(value, "NULL") for value in row] for row in rows]
+    columns = [visible(name) for name in columns]
+    cells = [[visible(_text(value, "NULL")) for value in row] for row in rows]
     widths = [max([len(name)] + [len(row[i]) for row in cells]) for i, name in enumerate(columns)]
     out.write(
         " | ".join(name.ljust(width) for name, width in zip(columns, widths, strict=True)).rstrip()
@@ -68,7 +83,7 @@ def write_result(result: Result, fmt: str, out: TextIO) -> None:
         if result.columns:
             _write_table(result.columns, list(result.rows), out)
         if result.message:
-            out.write(result.message + "\n")
+            out.write(visible(result.message) + "\n")
     elif fmt == "json":
         for row in result.rows:
             fields = (

@@ -9,8 +9,8 @@ from cryptography.fernet import Fernet, InvalidToken
 
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import ENV_REFERENCE_PREFIX, env_reference_allowed, env_references
+from lake_assets.sql.secrets import REDACTED
 
-REDACTED = "****"
 ENV = "env:"
 _ENCRYPTED = "enc:"
 

@@ -19,14 +19,21 @@ from resources.storage import LocalStore, S3Store, VolumeStore, local_root, spli
 
 def endpoint_url(name: str, endpoint: str | None) -> str | None:
     """The connection's ENDPOINT as a URL (https unless it says), once it names a host that
-    LAKE_ENDPOINTS allows when set: credentials go only where the operator said they may."""
+    LAKE_ENDPOINTS allows when set: credentials go only where the operator said they may, and
+    never inside the URL, where they would be stored and shown."""
     if not endpoint:
         return None
     url = endpoint if "://" in endpoint else f"https://{endpoint}"
+    parsed = urlparse(url)
+    if "@" in parsed.netloc:
+        raise LakeError(
+            f"storage connection {name}: ENDPOINT holds credentials (user info before '@'), "
+            "which would be kept and shown as plain text",
+            "write ENDPOINT as scheme://host[:port] and give the keys as ACCESS_ID and ACCESS_KEY",
+        )
     allowed = endpoints(os.environ)
     if allowed is None:
         return url
-    parsed = urlparse(url)
     host = (parsed.hostname or "").lower()
     try:
         hosts = {host, f"{host}:{parsed.port}"} if parsed.port else {host}

@@ -129,3 +129,18 @@ def test_a_missing_script_file_is_one_line(tmp_path: Path) -> None:
     assert failed.returncode == 1
     assert failed.stderr.startswith(f"error: cannot read {tmp_path / 'missing.sql'}:")
     assert len(failed.stderr.splitlines()) == 1
+
+
+def test_an_error_shows_control_characters_as_escapes_and_no_secret(tmp_path: Path) -> None:
+    script = tmp_path / "hostile.sql"
+    script.write_text(
+        "CREATE STORAGE CONNECTION c TYPE S3 ACCESS_KEY = 'k-3f9a\x1b[2J\x00' NONSENSE;\n"
+        "SELECT 'never closed\x1b]0;title\x07",
+        encoding="utf-8",
+    )
+    failed = lake(tmp_path, "sql", "-f", str(script))
+    assert failed.returncode == 1
+    assert len(failed.stderr.splitlines()) == 1
+    assert not set(failed.stderr) & {"\x1b", "\x00", "\x07"}
+    assert "never closed\\x1b]0;title" in failed.stderr
+    assert "k-3f9a" not in failed.stderr

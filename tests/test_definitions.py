@@ -12,6 +12,7 @@ from dagster import AssetKey, TableColumn, TableSchema
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import Column
+from lake_assets.core.markdown import markdown_text
 from lake_assets.core.settings import LakeSettings
 from lake_assets.definitions import build_definitions
 from lake_assets.tables.entry import TableEntry
@@ -47,6 +48,18 @@ def test_every_catalog_table_is_an_asset_with_its_schema(home: Path) -> None:
     assert spec.metadata["dagster/row_count"].value == 5
     assert spec.metadata["lake/version"].value == 3
     assert spec.metadata["lake/change_tracking"] is False
+
+
+def test_comments_are_descriptions_that_render_as_text(tmp_path: Path) -> None:
+    """A comment cannot make the UI fetch an image or link to a script: it is escaped Markdown."""
+    comment = "<img src=http://127.0.0.1:9/p.png> [x](javascript:alert(1))"
+    Catalog(tmp_path / "catalog.db").add(
+        TableEntry("t", str(tmp_path / "t"), (Column("id", "BIGINT", comment),), comment=comment)
+    )
+    (spec,) = build_definitions(LakeSettings(lake_home=tmp_path)).assets
+    (column,) = spec.metadata["dagster/column_schema"].columns
+    for described in (spec.description, column.description):
+        assert described == markdown_text(comment)
 
 
 def run_python(home: Path, code: str) -> subprocess.CompletedProcess[str]:

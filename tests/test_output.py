@@ -162,3 +162,23 @@ def _refuse(constant: str) -> None:
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
 def test_json_of_special_doubles_is_valid_json(value):
     json.loads(render(Result(["x"], [(value,)]), "json"), parse_constant=_refuse)
+
+
+# Terminal safety: control characters are shown, not acted on
+
+
+HOSTILE = "ok\x1b[2J\x1b]0;pwned\x07\0end\u202e\n"
+
+
+def test_table_shows_control_characters_as_escapes_in_values_names_and_messages():
+    text = render(Result([f"c{HOSTILE}"], [(HOSTILE,)], message=f"done {HOSTILE}"), "table")
+    assert not set(text) & {"\x1b", "\x07", "\0", "\u202e"}
+    assert "ok\\x1b[2J\\x1b]0;pwned\\x07\\0end\\u202e\\n" in text
+    assert text.count("\n") == 5  # header, rule, the row, the footer and the message
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_machine_formats_keep_values_exact(fmt):
+    text = render(Result(["c"], [(HOSTILE,)]), fmt)
+    value = json.loads(text)["c"] if fmt == "json" else list(csv.reader(io.StringIO(text)))[1][0]
+    assert value == HOSTILE

@@ -9,6 +9,7 @@ from lake_assets.connections.grammar import CreateConnection
 from lake_assets.core.entries import now_utc
 from lake_assets.core.lifecycle import name_taken
 from lake_assets.core.results import Result
+from lake_assets.sql.secrets import hidden
 from lake_assets.sql.statements import DescribeObject
 from resources.secrets import seal, shown
 from resources.volumes import endpoint_url
@@ -39,12 +40,17 @@ def create_connection(session: Context, stmt: CreateConnection) -> Result:
     return Result.status(f"created storage connection {stmt.name}")
 
 
+def shown_endpoint(endpoint: str | None) -> str | None:
+    """An endpoint as shown: one stored before endpoints with user info were refused shows none."""
+    return None if endpoint is None else hidden(endpoint, endpoint)
+
+
 def describe_connection(session: Context, stmt: DescribeObject) -> Result:
     entry = session.catalog.get(ConnectionEntry, stmt.name)
     return Result.properties(
         name=entry.name,
         type=entry.type,
-        endpoint=entry.endpoint,
+        endpoint=shown_endpoint(entry.endpoint),
         access_id=shown(entry.access_id),
         access_key=shown(entry.access_key),
         region=entry.region,
@@ -57,7 +63,7 @@ def show_connections(session: Context) -> Result:
     return Result(
         ["name", "type", "endpoint", "created_at"],
         [
-            (c.name, c.type, c.endpoint, c.created_at)
+            (c.name, c.type, shown_endpoint(c.endpoint), c.created_at)
             for c in session.catalog.entries(ConnectionEntry)
         ],
     )

@@ -42,6 +42,9 @@ _FIXES = {
     "PARSE_SYNTAX_ERROR": "check the statement's syntax",
     "DIVIDE_BY_ZERO": "guard the divisor, for example with try_divide",
     "MISSING_AGGREGATION": "add the column to GROUP BY or wrap it in an aggregate",
+    "FAILED_TO_PARSE_TOO_COMPLEX": (
+        "split the statement: compute its inner parts as tables or views first"
+    ),
 }
 _DEFAULT_FIX = SEE_THE_CAUSE
 # Fixes for failures whose condition has none (or that have no condition), by a mark anywhere in
@@ -55,8 +58,14 @@ _CAUSE_FIXES = {
     "NoAuthWithAWSException": _NO_CREDENTIALS,
     "NoAwsCredentialsException": _NO_CREDENTIALS,
     "SdkClientException: Unable to load credentials": _NO_CREDENTIALS,
+    "java.lang.StackOverflowError": (
+        "the statement nests deeper than Spark's parser goes: split it, computing its inner "
+        "parts as tables or views first"
+    ),
 }
 _CAUSE = re.compile(r"^Caused by: ([\w.$]+): (.*)$", re.MULTILINE)
+# The Java exception a call into the JVM raised, as py4j's text names it: `: java.lang.X[: …]`.
+_JAVA_ERROR = re.compile(r"^: ([\w.$]+)(?:: (.*))?$", re.MULTILINE)
 
 
 def _condition_and_message(error: BaseException) -> tuple[str, str] | None:
@@ -72,6 +81,11 @@ def _condition_and_message(error: BaseException) -> tuple[str, str] | None:
         if causes:  # "An error occurred while calling o82.save" says nothing: the cause does
             name, message = causes[-1]
             return "", f"{name.rsplit('.', 1)[-1]}: {message}"
+        raised = _JAVA_ERROR.search(str(error))
+        if raised:
+            name, message = raised.groups()
+            short = name.rsplit(".", 1)[-1]
+            return "", f"{short}: {message}" if message else short
         return "", str(error).splitlines()[0]
     return None
 

@@ -23,6 +23,7 @@ from dagster import (
 from lake_assets.automation import AUTOMATION_INTERVAL_SECONDS, automation_sensor, refresh_cron
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.kind import Sessions
+from lake_assets.core.markdown import markdown_text
 from lake_assets.core.settings import LakeSettings
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.kind import AUTOMATION_SENSOR
@@ -112,7 +113,7 @@ def dynamic_table_asset(entry: DynamicTableEntry) -> AssetsDefinition:
     @asset(
         name=entry.name,
         deps=[AssetKey(name) for name in sources_of(entry)],
-        description=entry.comment or f"dynamic table: {entry.query}",
+        description=markdown_text(entry.comment or f"dynamic table: {entry.query}"),
         group_name=DYNAMIC_TABLES_GROUP,
         kinds={"delta", "spark"},
         automation_condition=REFRESH_AFTER_SOURCE_UPDATES,

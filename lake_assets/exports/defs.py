@@ -20,6 +20,7 @@ from lake_assets.automation import AUTOMATION_INTERVAL_SECONDS, automation_senso
 from lake_assets.changes import dagster_reporter
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.kind import Sessions
+from lake_assets.core.markdown import markdown_text
 from lake_assets.core.settings import LakeSettings
 from lake_assets.exports.entry import ExportEntry
 from lake_assets.exports.grammar import TimeRange
@@ -96,7 +97,9 @@ def export_asset(entry: ExportEntry, start: str, sessions: Sessions) -> AssetsDe
     @asset(
         key=export_key(entry.name),
         deps=[AssetKey(entry.source)],
-        description=entry.comment or f"changelog export of {entry.source} to {entry.target}",
+        description=markdown_text(
+            entry.comment or f"changelog export of {entry.source} to {entry.target}"
+        ),
         group_name=EXPORTS_GROUP,
         kinds={kind.lower() for kind in kinds},
         partitions_def=DailyPartitionsDefinition(start_date=start, timezone="UTC", end_offset=1),

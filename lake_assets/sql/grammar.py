@@ -4,6 +4,7 @@ relations; the forms every kind shares (SHOW, DESC, DROP) and Spark SQL are pars
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -15,6 +16,7 @@ from sqlglot.tokens import Token, TokenType
 from lake_assets.core.errors import LakeError
 from lake_assets.sql.binding import check_user_sql
 from lake_assets.sql.relations import extract_sources
+from lake_assets.sql.secrets import hidden
 from lake_assets.sql.statements import (
     DescribeObject,
     Dml,
@@ -32,6 +34,12 @@ SourceParser = Callable[[TokenCursor, str], Source | None]
 
 # sqlglot's messages quote tokens as `<Token token_type: …, text: X, …>`; users need only X.
 _TOKEN_REPR = re.compile(r"<Token token_type: [^,]*, text: ([^,]*), [^>]*>|<class '[\w.]*\.(\w+)'>")
+# sqlglot parses recursively, about 20 Python frames per level of parentheses, so Python's
+# default limit (1,000 frames) refused queries of 50 levels that Spark runs. 50,000 frames parse
+# 2,400 levels of parentheses or 4,000 nested subqueries, beyond what Spark's own parser takes;
+# Python 3.11 calls Python functions without the C stack, so a deep limit costs no safety.
+_FRAMES = 50_000
+sys.setrecursionlimit(max(sys.getrecursionlimit(), _FRAMES))
 OVERWRITE = "INSERT OVERWRITE"
 _SPARK_STATEMENTS = ("SELECT", "WITH", "INSERT", "UPDATE", "DELETE", "MERGE")
 
@@ -89,6 +97,19 @@ class Grammar:
         return parsed
 
     def parse(self, text: str) -> Statement:
+        """One statement; an error that quotes its text never quotes a secret of it."""
+        try:
+            return self._parse(text)
+        except LakeError as error:
+            raise LakeError(hidden(error.what, text), hidden(error.fix, text)) from None
+        except RecursionError:
+            raise LakeError(
+                "the statement nests deeper than its parser goes (about 2,400 levels of "
+                "parentheses)",
+                "split it: compute its inner parts as tables or views first",
+            ) from None
+
+    def _parse(self, text: str) -> Statement:
         tokens = tokenize(text)
         cursor = TokenCursor(tokens, text=text)
         parse = self._parser_at(cursor)

@@ -11,6 +11,7 @@ from sqlglot.tokens import Token, TokenType
 
 from lake_assets.core.errors import LakeError
 from lake_assets.core.names import checked_name
+from lake_assets.sql.secrets import hidden
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _LITERALS = (TokenType.STRING, TokenType.NUMBER, TokenType.IDENTIFIER)
@@ -33,10 +34,17 @@ def tokenize(text: str) -> list[Token]:
     try:
         return _Tokenizer().tokenize(text)
     except TokenError as error:
-        raise LakeError(
-            f"cannot read the SQL text: {error}",
-            "close every quote (') and backquote (`) and every /* comment */",
-        ) from None
+        problem = hidden(str(error), text)
+    # The error quotes the text around where it stopped, perhaps a secret cut short: it is the
+    # masked text's error that is shown.
+    try:
+        _Tokenizer().tokenize(hidden(text, text))
+    except TokenError as error:
+        problem = str(error)
+    raise LakeError(
+        f"cannot read the SQL text: {problem}",
+        "close every quote (') and backquote (`) and every /* comment */",
+    )
 
 
 class TokenCursor:

@@ -32,6 +32,7 @@ from dagster import (
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import log_versions
 from lake_assets.core.kind import Sessions
+from lake_assets.core.markdown import markdown_text
 from lake_assets.core.settings import LakeSettings
 from lake_assets.core.ticks import DAEMON_LOOP_SECONDS, minimum_interval
 from lake_assets.streams.entry import StreamEntry
@@ -66,7 +67,7 @@ def source_key(entry: StreamEntry) -> AssetKey:
 
 def stream_spec(entry: StreamEntry) -> AssetSpec:
     """An external asset: only the sensor reports its partitions, so no run is ever asked for."""
-    about = entry.comment or f"changes of {entry.source}"
+    about = markdown_text(entry.comment or f"changes of {entry.source}")
     return AssetSpec(
         key=stream_key(entry.name),
         deps=[source_key(entry)],

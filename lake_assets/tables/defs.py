@@ -6,6 +6,7 @@ from dagster import AssetSpec, Definitions, MetadataValue, TableColumn, TableSch
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.kind import Sessions
+from lake_assets.core.markdown import markdown_text
 from lake_assets.core.settings import LakeSettings
 from lake_assets.tables.entry import TableEntry
 
@@ -16,7 +17,11 @@ def table_metadata(entry: TableEntry) -> dict[str, object]:
     """What the UI shows for a table; read from the catalog, so no Spark is needed."""
     schema = TableSchema(
         columns=[
-            TableColumn(name=column.name, type=column.type, description=column.comment)
+            TableColumn(
+                name=column.name,
+                type=column.type,
+                description=None if column.comment is None else markdown_text(column.comment),
+            )
             for column in entry.columns
         ]
     )
@@ -36,7 +41,7 @@ def table_asset_spec(entry: TableEntry) -> AssetSpec:
     """A table written by SQL is an external asset; later, pipes and dynamic tables own theirs."""
     return AssetSpec(
         key=entry.name,
-        description=entry.comment,
+        description=None if entry.comment is None else markdown_text(entry.comment),
         group_name=TABLES_GROUP,
         kinds={"delta", "spark"},
         metadata=table_metadata(entry),

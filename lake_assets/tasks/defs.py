@@ -22,6 +22,7 @@ from lake_assets.automation import AUTOMATION_INTERVAL_SECONDS, automation_senso
 from lake_assets.changes import dagster_reporter
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.kind import Sessions
+from lake_assets.core.markdown import markdown_text
 from lake_assets.core.settings import LakeSettings
 from lake_assets.tasks.entry import Schedule, TaskEntry, TaskTrigger
 from lake_assets.tasks.kind import TASKS_SENSOR
@@ -137,7 +138,7 @@ def task_asset(entry: TaskEntry, sessions: Sessions) -> AssetsDefinition:
     @asset(
         key=task_key(entry.name),
         deps=[AssetKey(name) for name in entry.streams],
-        description=entry.comment or f"task: {entry.definition}",
+        description=markdown_text(entry.comment or f"task: {entry.definition}"),
         group_name=TASKS_GROUP,
         kinds={"spark"},
         automation_condition=task_condition(entry),

@@ -45,6 +45,7 @@ from dagster import (
 from lake_assets.automation import DATA_VERSION_TAG
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.kind import Sessions
+from lake_assets.core.markdown import markdown_text
 from lake_assets.core.settings import LakeSettings
 from lake_assets.core.ticks import DAEMON_LOOP_SECONDS, minimum_interval
 from lake_assets.volumes.entry import VolumeEntry
@@ -116,7 +117,7 @@ def volume_spec(volume: VolumeEntry) -> AssetSpec:
     return AssetSpec(
         key=volume_key(volume.name),
         group_name=VOLUMES_GROUP,
-        description=volume.comment or f"files under {volume.location}",
+        description=markdown_text(volume.comment or f"files under {volume.location}"),
         kinds={
             "s3" if "://" in volume.location and not volume.location.startswith("file:") else "file"
         },

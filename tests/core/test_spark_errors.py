@@ -88,6 +88,17 @@ def test_another_sdk_failure_keeps_its_own_words() -> None:
     assert error.fix == SEE_THE_CAUSE  # true in `lake sql`, in Python and in a Dagster run
 
 
+def test_spark_running_out_of_stack_on_a_deep_statement_is_one_line() -> None:
+    text = (
+        "An error occurred while calling o66.sql.\n: java.lang.StackOverflowError\n"
+        "\tat org.antlr.v4.runtime.misc.Array2DHashSet.getOrAdd(Array2DHashSet.java:63)\n"
+    )
+    error = translate_spark_error(Py4JJavaError(text), {})
+    assert error is not None
+    assert error.what == "StackOverflowError"
+    assert error.fix.startswith("the statement nests deeper than Spark's parser goes: split it")
+
+
 @pytest.mark.parametrize(
     ("text", "failure"),
     [

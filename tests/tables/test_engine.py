@@ -163,6 +163,11 @@ def test_unknown_table_is_named(sales: LakeSession) -> None:
         sales.sql("SELECT * FROM nowhere")
 
 
+def test_a_query_sixty_parentheses_deep_runs(sales: LakeSession) -> None:
+    deep = "(" * 60 + "id" + ")" * 60
+    assert rows(sales, f"SELECT {deep} FROM sales_source WHERE {deep} = 1") == [(1,)]
+
+
 def test_unknown_column_names_the_table_not_its_path(sales: LakeSession) -> None:
     with pytest.raises(StatementError) as raised:
         sales.sql("SELECT price FROM sales_source")

@@ -10,6 +10,7 @@ from sqlglot.tokens import TokenType
 
 from lake_assets.core.errors import LakeError
 from lake_assets.sql.relations import opens_call
+from lake_assets.sql.secrets import is_secret
 from lake_assets.sql.statements import Source
 from lake_assets.sql.tokens import TokenCursor
 from resources.secrets import ENV, referenced_variable
@@ -28,8 +29,6 @@ RESERVED = {
     "enable.auto.commit": "the pipe, which commits the group's offsets after each batch",
     "auto.offset.reset": "READ_KAFKA's start offsets (a pipe starts from the earliest)",
 }
-# Settings whose values are secrets: given only as 'env:VAR', so that no text holds them.
-SECRET_MARKERS = ("password", "secret", "jaas", "token", "credential")
 
 
 class KafkaFormat(StrEnum):
@@ -58,10 +57,6 @@ class KafkaSource(Source):
     def managed_set(self) -> list[str]:
         """The arguments a pipe manages that this call sets."""
         return [name for name in MANAGED if getattr(self, name)]
-
-
-def is_secret(key: str) -> bool:
-    return any(marker in key.lower() for marker in SECRET_MARKERS)
 
 
 def _format(cursor: TokenCursor, which: str) -> KafkaFormat:
