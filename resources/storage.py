@@ -182,11 +182,13 @@ class S3Store:
         return sorted(files, key=lambda info: info.relative_path)
 
     def file_info(self, relative: str, size: int, last_modified: datetime, etag: str) -> FileInfo:
-        """What a listing, a HEAD or an event says of an object, with the URL load records use."""
+        """What a listing, a HEAD or an event says of an object, with the URL load records use;
+        its time in whole seconds, as HEAD gives it (some servers list milliseconds), so that
+        one version of an object has one time whichever way it was seen."""
         return FileInfo(
             relative_path=relative,
             size=size,
-            last_modified=last_modified.astimezone(UTC),
+            last_modified=last_modified.astimezone(UTC).replace(microsecond=0),
             etag=etag.strip('"'),
             url=f"s3://{self.bucket}/{self.prefix}{relative}",
         )

@@ -33,6 +33,7 @@ from dagster import (
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.errors import LakeError
 from lake_assets.core.kind import Sessions
+from lake_assets.core.markdown import markdown_text
 from lake_assets.core.settings import LakeSettings
 from lake_assets.pipes.engine import ingest, pipe_copy
 from lake_assets.pipes.entry import IngestMode, PipeEntry, PipeKind
@@ -40,7 +41,7 @@ from lake_assets.pipes.kafka.batches import BatchOutcome, run_batch
 from lake_assets.pipes.kafka.sensor import kafka_pipe_sensor
 from lake_assets.pipes.kafka.topics import topic_key, topic_spec
 from lake_assets.pipes.load_records import LoadRecord, LoadStatus
-from lake_assets.pipes.loading import LoadOutcome
+from lake_assets.pipes.loading import CHANGED_SINCE_LOADED, LoadOutcome
 from lake_assets.pipes.sensors import event_pipe_sensor, pipe_sensor
 from lake_assets.tables.defs import TABLES_GROUP, table_metadata
 from lake_assets.tables.entry import TableEntry
@@ -183,8 +184,8 @@ def _checks(table: TableEntry, pipes: list[PipeEntry]) -> list[AssetCheckSpec]:
     return checks
 
 
-def _failed(loads: Loads) -> list[LoadRecord]:
-    return [r for o in loads.files for r in o.records if r.status == LoadStatus.LOAD_FAILED]
+def _with_status(loads: Loads, status: LoadStatus) -> list[LoadRecord]:
+    return [r for o in loads.files for r in o.records if r.status == status]
 
 
 def failure_text(failed: list[LoadRecord]) -> str:
@@ -197,16 +198,19 @@ def failure_text(failed: list[LoadRecord]) -> str:
 
 
 def _check_results(table: str, loads: Loads, names: set[str]) -> Iterator[AssetCheckResult]:
-    failed = _failed(loads)
+    failed = _with_status(loads, LoadStatus.LOAD_FAILED)
     if FILES_CHECK in names:
         yield AssetCheckResult(
             asset_key=table,
             check_name=FILES_CHECK,
             passed=not failed,
-            description=failure_text(failed) if failed else "no file failed to load",
+            description=markdown_text(failure_text(failed)) if failed else "no file failed to load",
             metadata={
                 "failed_files": MetadataValue.md(
-                    "\n".join(f"- `{r.file_path}`: {r.first_error_message}" for r in failed)
+                    "\n".join(
+                        f"- {markdown_text(f'{r.file_path}: {r.first_error_message}')}"
+                        for r in failed
+                    )
                     or "none"
                 )
             },
@@ -237,9 +241,14 @@ def report_op(table: TableEntry, checks: list[AssetCheckSpec]) -> OpDefinition:
     ) -> Iterator[Any]:
         outcomes = loads.files
         current = catalog.catalog.get(TableEntry, table.name)
-        failed = _failed(loads)
+        failed = _with_status(loads, LoadStatus.LOAD_FAILED)
         if failed:
             context.log.error(f"{table.name}: {failure_text(failed)}")
+        if skipped := _with_status(loads, LoadStatus.SKIPPED_CHANGED):
+            context.log.warning(
+                f"{table.name}: {len(skipped)} file(s) skipped: {CHANGED_SINCE_LOADED}; first: "
+                f"{skipped[0].file_path}: {skipped[0].first_error_message}"
+            )
         yield MaterializeResult(
             asset_key=table.name,
             # The Delta version: a load that committed nothing leaves what reads the table fresh.
@@ -249,6 +258,7 @@ def report_op(table: TableEntry, checks: list[AssetCheckSpec]) -> OpDefinition:
                 + sum(b.batch.rows or 0 for b in loads.batches),
                 "files_loaded": sum(o.count(LoadStatus.LOADED) for o in outcomes),
                 "files_failed": sum(o.count(LoadStatus.LOAD_FAILED) for o in outcomes),
+                "files_skipped_changed": sum(o.count(LoadStatus.SKIPPED_CHANGED) for o in outcomes),
                 "files_purged": sum(len(o.purged) for o in outcomes),
                 "dagster/row_count": MetadataValue.int(current.row_count or 0),
                 "lake/version": MetadataValue.int(current.version or 0),
@@ -276,7 +286,7 @@ def ingestion_asset(
         outs={
             table.name: AssetOut(
                 key=table.name,
-                description=table.comment,
+                description=None if table.comment is None else markdown_text(table.comment),
                 kinds={"delta", "spark"},
                 metadata=table_metadata(table),
             )

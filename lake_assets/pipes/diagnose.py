@@ -11,6 +11,7 @@ from decimal import Decimal, InvalidOperation
 
 from lake_assets.core.entries import Column
 from lake_assets.core.spark_errors import translate_spark_error
+from lake_assets.volumes.files import format_options
 from lake_assets.volumes.grammar import VolumeSource
 
 _INTEGER_BITS = {"TINYINT": 8, "SMALLINT": 16, "INT": 32, "BIGINT": 64}
@@ -76,8 +77,25 @@ def first_problem(source: VolumeSource, columns: tuple[Column, ...], record: str
         except ValueError:
             return f"malformed JSON record: {shown}"
         return f"a JSON value does not fit the table's column types: {shown}"
-    separator = source.options.get("sep") or source.options.get("delimiter") or ","
-    fields = next(csv.reader([record or ""], delimiter=separator), [])
+    options = format_options(source.file_format, source.options)
+    problem = _csv_problem(options, columns, record or "", shown)
+    # Without multiLine, a line break inside a quoted value ends the row there: a quote is left
+    # open in the row, or in the one the line break starts.
+    unescaped = (record or "").replace(f'{options["escape"]}"', "")
+    if unescaped.count('"') % 2 and options.get("multiline") != "true":
+        return f"{problem} (a quoted value that spans lines needs OPTIONS('multiLine' = 'true'))"
+    return problem
+
+
+def _csv_problem(
+    options: dict[str, str], columns: tuple[Column, ...], record: str, shown: str
+) -> str:
+    """The row split as Spark splits it (its separator and escape), so the count is Spark's."""
+    separator = options.get("sep") or options.get("delimiter") or ","
+    # Python's reader doubles quotes as the RFC does; OPTIONS('escape' = '\\') adds a backslash.
+    escape = options["escape"]
+    escapechar = escape if len(escape) == 1 and escape != '"' else None
+    fields = next(csv.reader([record], delimiter=separator, escapechar=escapechar), [])
     if len(fields) != len(columns):
         return f"the row has {len(fields)} fields but the table has {len(columns)} columns: {shown}"
     for column, value in zip(columns, fields, strict=True):

@@ -23,10 +23,12 @@ from lake_assets.pipes.kafka.engine import create_kafka_pipe, describe_kafka_pip
 from lake_assets.pipes.load_records import LoadStatus, load_history
 from lake_assets.pipes.loading import (
     LoadOutcome,
+    LoadPlan,
     load,
     loaded_files,
-    pending_files,
+    plan_files,
     reconcile,
+    skip_changed,
     target_columns,
 )
 from lake_assets.sql.statements import DescribeObject, DropObject
@@ -58,20 +60,28 @@ def ingest(
     pipe: str | None = None,
     paths: list[str] | None = None,
 ) -> LoadOutcome:
-    """Load every pending file of the COPY's volume (or of `paths`, named by S3 events) once;
-    with PURGE, delete the loaded ones."""
+    """Load every pending file of the COPY's volume (or of `paths`, named by S3 events) once,
+    and record the loaded files that changed since and are skipped; with PURGE, delete the
+    loaded ones."""
     table = catalog.get(TableEntry, copy.table)
     volume = catalog.get(VolumeEntry, copy.source.volume)
     store = store_of(catalog, settings, volume)
     fence = reconcile(spark, catalog, table)
-    days = settings.load_history_days
     if paths is None:
         files = source_files(copy.source, volume, store)
-        todo = pending_files(catalog, table.name, files, days, copy.force)
     else:
         files = named_files(copy.source, volume, store, paths)
-        todo = pending_files(catalog, table.name, files, days, copy.force, complete=True)
-    outcome = load(spark, catalog, table, copy.source, store, todo, fence=fence, pipe=pipe)
+    plan = plan_files(
+        catalog,
+        table.name,
+        files,
+        settings.load_history_days,
+        force=copy.force,
+        reload_changed=copy.reload_changed,
+        complete=paths is not None,
+    )
+    outcome = load(spark, catalog, table, copy.source, store, plan.pending, fence=fence, pipe=pipe)
+    outcome.records += skip_changed(catalog, table.name, plan.changed, pipe)
     if copy.purge:
         failpoints.reached(BEFORE_PURGE)
         outcome.purged = purge(catalog, settings, table.name, store, files)
@@ -209,14 +219,26 @@ def volume_listing(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry) ->
     return store_of(catalog, settings, volume).list(recursive=deep)
 
 
-def pending_for(
-    catalog: Catalog, settings: LakeSettings, pipe: PipeEntry, listing: list[FileInfo]
-) -> list[FileInfo]:
-    """Files of a listing the pipe would load now; cheap (the index), no Spark."""
+def plan_for(
+    catalog: Catalog,
+    settings: LakeSettings,
+    pipe: PipeEntry,
+    listing: list[FileInfo],
+    complete: bool = False,
+) -> LoadPlan:
+    """What the pipe would do now with files of a listing (or announced `complete`): load them,
+    or skip them as changed since loaded; cheap (the index), no Spark."""
     copy = pipe_copy(pipe)
     volume = catalog.get(VolumeEntry, copy.source.volume)
     files = [info for info in listing if in_scope(copy.source, volume, info.relative_path)]
-    return pending_files(catalog, copy.table, files, settings.load_history_days)
+    return plan_files(
+        catalog,
+        copy.table,
+        files,
+        settings.load_history_days,
+        reload_changed=copy.reload_changed,
+        complete=complete,
+    )
 
 
 def invalid_reason(catalog: Catalog, pipe: PipeEntry) -> str | None:
@@ -233,16 +255,20 @@ def describe_pipe(session: Context, stmt: DescribeObject) -> Result:
     if pipe.pipe_kind is PipeKind.KAFKA:
         return describe_kafka_pipe(session, pipe)
     reason = invalid_reason(catalog, pipe)
-    pending = (
+    plan = (
         None
         if reason
-        else len(pending_for(catalog, settings, pipe, volume_listing(catalog, settings, pipe)))
+        else plan_for(catalog, settings, pipe, volume_listing(catalog, settings, pipe))
     )
     volume = catalog.find(VolumeEntry, pipe.volume)
     notified = pipe.ingest_mode == IngestMode.EVENT_NOTIFICATION
     queue = f"{volume.queue_type}:{volume.queue_name}" if notified and volume else None
     loads = [r for r in load_history(catalog, pipe.table) if r.pipe_name == pipe.name]
-    failed = [r for r in loads if r.status == LoadStatus.LOAD_FAILED]
+    # A skipped change is no load, but as a failure it says why the file's rows are missing.
+    troubles = [
+        r for r in loads if r.status in (LoadStatus.LOAD_FAILED, LoadStatus.SKIPPED_CHANGED)
+    ]
+    done = [r for r in loads if r.status != LoadStatus.SKIPPED_CHANGED]
     return Result.properties(
         **{
             "name": pipe.name,
@@ -257,14 +283,16 @@ def describe_pipe(session: Context, stmt: DescribeObject) -> Result:
             "notification_queue": queue,
             "backfill_interval_seconds": pipe.backfill_interval_seconds if notified else None,
             "invalid_reason": reason,
-            "files_pending": pending,
+            "files_pending": None if plan is None else len(plan.pending),
             "files_loaded": sum(1 for r in loads if r.status == LoadStatus.LOADED),
-            "files_failed": len(failed),
+            "files_failed": sum(1 for r in loads if r.status == LoadStatus.LOAD_FAILED),
+            # Loaded files in the volume now that changed since and are not loaded again.
+            "files_skipped_changed": None if plan is None else len(plan.changed),
             "on_load_failure": ON_LOAD_FAILURE,
-            "last_error": f"{failed[0].file_path}: {failed[0].first_error_message}"
-            if failed
+            "last_error": f"{troubles[0].file_path}: {troubles[0].first_error_message}"
+            if troubles
             else None,
-            "last_load": loads[0].last_copy_time if loads else None,
+            "last_load": done[0].last_copy_time if done else None,
             "comment": pipe.comment,
             "created_at": pipe.created_at,
         }

@@ -22,7 +22,7 @@ from lake_assets.volumes.grammar import VolumeSource, parse_volume_source
 
 COPY_INTO_TABLE = (
     "COPY INTO t FROM VOLUME v [(col TYPE, …)] USING CSV|PARQUET|JSON [OPTIONS(…)] "
-    "[FILES(…)] [SUBDIRECTORY '…'] [PURGE = TRUE] [FORCE = TRUE]"
+    "[FILES(…)] [SUBDIRECTORY '…'] [PURGE = TRUE] [FORCE = TRUE] [RELOAD_CHANGED = TRUE]"
 )
 CREATE_PIPE = (
     "CREATE PIPE [IF NOT EXISTS] p [VIRTUAL_CLUSTER = '…'] INGEST_MODE = 'LIST_PURGE'|"
@@ -47,6 +47,8 @@ class CopyIntoTable(Statement):
     source: VolumeSource
     purge: bool = False
     force: bool = False
+    # A loaded file that changed since is loaded again (its whole new content), not skipped.
+    reload_changed: bool = False
 
 
 @dataclass(frozen=True)
@@ -125,15 +127,17 @@ def parse_copy_into_table(cursor: TokenCursor) -> CopyIntoTable:
     cursor.expect("FROM")
     source = parse_volume_source(cursor)
     cursor.usage = COPY_INTO_TABLE
-    purge = force = False
+    purge = force = reload_changed = False
     while not cursor.at_end():
         if cursor.accept("PURGE"):
             purge = _flag(cursor, "PURGE")
         elif cursor.accept("FORCE"):
             force = _flag(cursor, "FORCE")
+        elif cursor.accept("RELOAD_CHANGED"):
+            reload_changed = _flag(cursor, "RELOAD_CHANGED")
         else:
             break
-    return CopyIntoTable(table, source, purge, force)
+    return CopyIntoTable(table, source, purge, force, reload_changed)
 
 
 def parse_create_pipe(cursor: TokenCursor, grammar: Grammar) -> Statement:

@@ -23,11 +23,13 @@ class LoadStatus(StrEnum):
 
     LOADED = "LOADED"
     LOAD_FAILED = "LOAD_FAILED"
+    # Loaded before and changed since: not loaded again (no RELOAD_CHANGED); one record a change.
+    SKIPPED_CHANGED = "SKIPPED_CHANGED"
 
 
 @dataclass(frozen=True)
 class LoadRecord:
-    """One file's load: LOADED or LOAD_FAILED."""
+    """One file's load: LOADED or LOAD_FAILED, or SKIPPED_CHANGED (no rows, no commit)."""
 
     file_path: str
     last_copy_time: str

@@ -8,9 +8,8 @@ from lake_assets.connections.entry import ConnectionEntry
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
-from lake_assets.pipes.engine import pending_for, pipe_copy, volume_listing
+from lake_assets.pipes.engine import pipe_copy, plan_for, volume_listing
 from lake_assets.pipes.entry import PipeEntry
-from lake_assets.pipes.loading import pending_files
 from lake_assets.volumes.entry import VolumeEntry
 from lake_assets.volumes.files import in_scope, store_of
 from resources.storage import FileInfo, S3Store
@@ -19,7 +18,8 @@ from resources.volumes import open_queue
 
 @dataclass(frozen=True)
 class Look:
-    """One look at a pipe's queue (and, when due, its volume): what to load and what was seen."""
+    """One look at a pipe's queue (and, when due, its volume): what a run acts on (see
+    LoadPlan.news) and what was seen."""
 
     pending: list[FileInfo]
     ignored: list[str]
@@ -27,7 +27,8 @@ class Look:
 
 
 def look(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry, backfill: bool) -> Look:
-    """Take the queue's messages, keep the created files not loaded yet, then delete them."""
+    """Take the queue's messages, keep the created files not loaded yet (or loaded and changed
+    since, for the run to record), then delete them."""
     copy = pipe_copy(pipe)
     volume = catalog.get(VolumeEntry, pipe.volume)
     store = store_of(catalog, settings, volume)
@@ -49,15 +50,14 @@ def look(catalog: Catalog, settings: LakeSettings, pipe: PipeEntry, backfill: bo
             store.file_info(relative, event.size, event.time, event.etag) if event.created else None
         )
     created = [info for info in latest.values() if info is not None]
-    days = settings.load_history_days
     pending = {
         info.relative_path: info
-        for info in pending_files(catalog, copy.table, created, days, complete=True)
+        for info in plan_for(catalog, settings, pipe, created, complete=True).news
     }
     listing = None
     if backfill:
         listing = volume_listing(catalog, settings, pipe)
-        for info in pending_for(catalog, settings, pipe, listing):
+        for info in plan_for(catalog, settings, pipe, listing).news:
             pending.setdefault(info.relative_path, info)
     queue.delete(received.receipts)
     return Look(

@@ -27,7 +27,7 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
 from lake_assets.core.ticks import minimum_interval
-from lake_assets.pipes.engine import pending_for, polling_text, volume_listing
+from lake_assets.pipes.engine import plan_for, polling_text, volume_listing
 from lake_assets.pipes.entry import PipeEntry
 from lake_assets.pipes.notifications import look
 from lake_assets.volumes.defs import read_under_way, volume_observation
@@ -115,7 +115,8 @@ def pipe_sensor(pipe: PipeEntry, job: Any, settings: LakeSettings) -> SensorDefi
         catalog, current = state
         listing = volume_listing(catalog, settings, current)
         observations = observed(context.instance, catalog, current, listing)
-        pending = pending_for(catalog, settings, current, listing)
+        # New files, and loaded files that changed since (the run records that it skips them).
+        pending = plan_for(catalog, settings, current, listing).news
         if not pending:
             return SensorResult(skip_reason="no new files", asset_events=observations)
         waiting = RunsFilter(job_name=job.name, statuses=NOT_YET_STARTED)

@@ -54,6 +54,15 @@ _PLAIN_LOCAL_FILES = {
     "fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
     "fs.file.impl.disable.cache": "true",
 }
+# Format options unless a statement's OPTIONS or FILE_FORMAT set them, keyed in lower case as
+# those are (Spark takes a key in any case, and of two spellings the last one given). CSV is
+# RFC 4180: a quote inside a quoted field is doubled, where Spark would escape it with a
+# backslash; its writer would also trim each value's leading and trailing white space.
+_RFC_4180 = {"escape": '"'}
+_READING_DEFAULTS = {"CSV": _RFC_4180, "JSON": {"multiline": "false"}}
+_WRITING_DEFAULTS = {
+    "CSV": {**_RFC_4180, "ignoreleadingwhitespace": "false", "ignoretrailingwhitespace": "false"}
+}
 
 
 def store_of(catalog: Catalog, settings: LakeSettings, volume: VolumeEntry) -> VolumeStore:
@@ -170,12 +179,19 @@ def named_files(
     return found
 
 
+def format_options(
+    file_format: str, options: dict[str, str], *, writing: bool = False
+) -> dict[str, str]:
+    """The options files of a format are read (or written) with: the statement's over the
+    project's defaults."""
+    defaults = (_WRITING_DEFAULTS if writing else _READING_DEFAULTS).get(file_format, {})
+    return {**defaults, **options}
+
+
 def file_reader(spark: SparkSession, source: VolumeSource, store: VolumeStore) -> DataFrameReader:
     """A reader of the COPY's or SELECT's files: their format options, and what Spark needs to
     reach them; it reads them with `load_files`."""
-    options = {**store.spark_options(), **source.options}
-    if source.file_format == "JSON":
-        options.setdefault("multiLine", "false")
+    options = {**store.spark_options(), **format_options(source.file_format, source.options)}
     return spark.read.format(source.file_format.lower()).options(**options, **_PLAIN_LOCAL_FILES)
 
 
@@ -262,7 +278,11 @@ def staged(
             None if settings.local_spark else f"{settings.warehouse_location}/_staging/{local.name}"
         )
         try:
-            writer = frame.repartition(1).write.format(file_format.lower()).options(**options)
+            writer = (
+                frame.repartition(1)
+                .write.format(file_format.lower())
+                .options(**format_options(file_format, options, writing=True))
+            )
             writer.save(shared or str(local))
             if shared is not None:
                 fetch_folder(shared, local)

@@ -30,6 +30,7 @@ from pyspark.sql import SparkSession
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import Column, now_utc
+from lake_assets.core.markdown import markdown_text
 from lake_assets.core.settings import LakeSettings
 from lake_assets.definitions import build_definitions
 from lake_assets.pipes import sensors
@@ -225,7 +226,8 @@ def test_a_batch_whose_run_failed_is_asked_for_again_after_a_pause(
 
 def materialized(result: object) -> tuple[dict[str, object], bool, str]:
     """The run's one materialization metadata (with its data version), and its files check:
-    passed, failed files; a failed file's error is in the check's description too."""
+    passed, failed files; a failed file's error is in the check's description too (as Markdown
+    that renders as written)."""
     assert result.success
     (event,) = result.get_asset_materialization_events()
     metadata = {k: v.value for k, v in event.materialization.metadata.items()}
@@ -235,7 +237,7 @@ def materialized(result: object) -> tuple[dict[str, object], bool, str]:
     if check.passed:
         assert check.description == "no file failed to load"  # the evaluation's, not the spec's
     else:
-        assert check.description == metadata["lake/first_error"]
+        assert check.description == markdown_text(str(metadata["lake/first_error"]))
     return metadata, check.passed, check.metadata["failed_files"].value
 
 
@@ -260,6 +262,7 @@ def test_the_ingestion_asset_loads_the_files_and_checks_them(
         "rows_loaded": 2,
         "files_loaded": 1,
         "files_failed": 1,
+        "files_skipped_changed": 0,
         "files_purged": 1,
         "dagster/row_count": 2,
         "lake/version": 1,
@@ -269,7 +272,7 @@ def test_the_ingestion_asset_loads_the_files_and_checks_them(
     errors = [e.user_message for e in instance.all_logs(result.run_id) if e.level == logging.ERROR]
     assert any(first_error in message for message in errors)  # the run's log says it in red
     assert not passed
-    assert failed == f"- `{(volume / 'bad.csv').as_uri()}`: column id: 'x' is not a valid BIGINT"
+    assert failed == "- " + markdown_text(f"{bad}: column id: 'x' is not a valid BIGINT")
     described = properties(lake, "DESC PIPE p")
     assert described["last_error"] == f"{bad}: column id: 'x' is not a valid BIGINT"
     assert described["on_load_failure"] == (
@@ -284,6 +287,7 @@ def test_the_ingestion_asset_loads_the_files_and_checks_them(
         "rows_loaded": 2,
         "files_loaded": 1,
         "files_failed": 0,
+        "files_skipped_changed": 0,
         "files_purged": 1,
         "dagster/row_count": 4,
         "lake/version": 2,

@@ -376,17 +376,22 @@ def test_the_requested_run_loads_the_notified_files_once_and_keeps_them(
     ]
     assert bucket.keys() == ["data/in/a.csv", "data/in/day 2/b.csv", "data/in/unnotified.csv"]
 
-    # The same run again, and the same files announced again: nothing loads twice.
+    # The same run again: nothing loads twice. A file uploaded again is a new version (S3 dates
+    # each upload): its run records that it changed since it was loaded, and loads nothing.
     assert job.execute_in_process(instance=instance, run_config=run_request.run_config).success
     bucket.put("data/in/a.csv", b"1,a\n2,b\n")
-    assert tick(defs, instance, cursor).skip_reason.skip_message == "no new files"
+    again = tick(defs, instance, cursor)
+    assert requested_files(again) == ["in/a.csv"]
+    (again_request,) = again.run_requests
+    assert job.execute_in_process(instance=instance, run_config=again_request.run_config).success
     # A run started by hand (UI Materialize) has no files named: it lists the volume.
     assert job.execute_in_process(instance=instance).success
     assert rows(lake, "SELECT id FROM t ORDER BY id") == [(1,), (2,), (3,), (4,)]
-    assert sorted(row[0] for row in rows(lake, "SELECT * FROM load_history('t')")) == [
-        f"s3://{bucket.name}/data/in/a.csv",
-        f"s3://{bucket.name}/data/in/day 2/b.csv",
-        f"s3://{bucket.name}/data/in/unnotified.csv",
+    assert rows(lake, "SELECT file_path, status FROM load_history('t') ORDER BY 1, 2") == [
+        (f"s3://{bucket.name}/data/in/a.csv", "LOADED"),
+        (f"s3://{bucket.name}/data/in/a.csv", "SKIPPED_CHANGED"),
+        (f"s3://{bucket.name}/data/in/day 2/b.csv", "LOADED"),
+        (f"s3://{bucket.name}/data/in/unnotified.csv", "LOADED"),
     ]
     assert len(bucket.keys()) == 3
     assert message(lake, "ALTER PIPE p REFRESH").startswith("COPY: 0 files loaded")

@@ -17,7 +17,7 @@ from lake_assets.core.errors import LakeError
 from lake_assets.pipes import loading
 from lake_assets.pipes.grammar import copy_of
 from lake_assets.pipes.load_records import load_history
-from lake_assets.pipes.loading import load, pending_files, reconcile
+from lake_assets.pipes.loading import load, plan_files, reconcile
 from lake_assets.session import LakeSession
 from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes.entry import VolumeEntry
@@ -41,7 +41,7 @@ def test_two_loaders_with_another_commit_between_their_reads_load_a_file_once(
         table = catalog.get(TableEntry, "t")
         version = reconcile(spark, catalog, table)
         files = source_files(COPY.source, catalog.get(VolumeEntry, "v"), store)
-        return table, version, pending_files(catalog, "t", files, days)
+        return table, version, plan_files(catalog, "t", files, days).pending
 
     first = read()  # at version 0
     lake.sql("INSERT INTO t VALUES (9, 'z')")  # version 1: no load records
