@@ -14,6 +14,7 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.commits import STATEMENT_MARKER, find, new_record
 from lake_assets.core.delta import latest_version, row_changes, row_count
 from lake_assets.core.entries import StoredRelation
+from lake_assets.core.log_check import ensure_log_intact
 from lake_assets.core.results import Result
 from lake_assets.sql.grammar import OVERWRITE
 
@@ -34,6 +35,7 @@ def commit_write(
     """One tagged commit to table `target` (SQL DML or a DataFrame save), found again by its tag,
     and the table's new version and row count recorded."""
     name = target.name
+    ensure_log_intact(target)
     before = latest_version(spark, target.location)
     record = new_record(STATEMENT_MARKER, operation=operation)
     with consuming(target.location, before, record):

@@ -110,6 +110,7 @@ def parse_create_dynamic_table(cursor: TokenCursor, grammar: Grammar) -> Stateme
             cursor.fail("REFRESH INTERVAL, REFRESH_MODE, VCLUSTER, COMMENT or AS")
     query, text = grammar.query_after(cursor, f"dynamic table {name}", CREATE_DYNAMIC_TABLE)
     _refuse_hidden_names(name, query.expression)
+    _refuse_time_travel(name, query.expression)
     names = [column.name.lower() for column in columns]
     if len(set(names)) != len(names):
         raise LakeError(
@@ -133,6 +134,22 @@ def _refuse_hidden_names(name: str, query: exp.Expr) -> None:
                 "pick another alias; a source column so named cannot be read by a dynamic "
                 "table: copy its table with the column renamed",
             )
+
+
+def _refuse_time_travel(name: str, query: exp.Expr) -> None:
+    """A refresh reads each source at its newest version; a source read as of a fixed version
+    or time would never change, and so has no place in a dynamic table, in any refresh mode."""
+    travel = query.find(exp.Version)
+    if travel is None:
+        return
+    table = travel.parent.name if isinstance(travel.parent, exp.Table) else "a source"
+    words = f"{travel.name.upper()} AS OF"
+    raise LakeError(
+        f"dynamic table {name} reads {table} {words} …: a dynamic table reads its sources' "
+        "current versions, and a fixed version never changes",
+        f"query the past version with SELECT … FROM {table} {words} …, or copy it once into a "
+        f"table with INSERT INTO … SELECT … FROM {table} {words} …",
+    )
 
 
 def _column_list(cursor: TokenCursor) -> list[Column]:

@@ -30,6 +30,7 @@ from lake_assets.core.delta import (
 )
 from lake_assets.core.entries import StoredRelation, now_utc
 from lake_assets.core.errors import SEE_THE_CAUSE, LakeError
+from lake_assets.core.log_check import ensure_log_intact
 from lake_assets.core.spark_errors import translate_spark_error
 from lake_assets.dynamic_tables.choosing import compiled, estimate, why_full
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
@@ -357,6 +358,7 @@ def _reconcile(
     """The last refresh committed as of the table's current version, by its record (re-indexed
     if the index missed it), and the fence of a refresh that starts from both: it holds against
     every refresh that committed since, whatever else committed too."""
+    ensure_log_intact(entry)
     version = latest_version(spark, entry.location)
     app_id = f"lake-refresh-{Path(entry.location).name}"
     fence, found = fence_at(spark, entry.location, app_id, REFRESH_MARKER, version)

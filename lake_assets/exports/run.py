@@ -15,6 +15,7 @@ from pyspark.sql.types import StructType
 from lake_assets.core import failpoints
 from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
+from lake_assets.core.log_check import ensure_log_intact
 from lake_assets.core.results import Result
 from lake_assets.core.spark_errors import SPARK_ERRORS, retrying
 from lake_assets.exports import status
@@ -103,6 +104,7 @@ def export_range(session: Context, name: str, window: TimeRange) -> Outcome:
     source = source_of(catalog, export.source)
     keys, values = key_columns(source, export.key)
     table = catalog.get(TableEntry, export.status_table)
+    ensure_log_intact(table)  # before the range is written: its row follows the records
     runs = _retrying(export, lambda: status.runs(spark, table, name, source.name))
     span = scan(spark, source, window, runs)
     if span is None:

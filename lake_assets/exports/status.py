@@ -16,6 +16,7 @@ from pyspark.sql import SparkSession
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import delta_ref, history, local_table, row_changes, sql_string
 from lake_assets.core.entries import Column
+from lake_assets.core.log_check import ensure_log_intact
 from lake_assets.core.writes import record_commit_state
 from lake_assets.tables.entry import TableEntry
 
@@ -98,6 +99,7 @@ def record(spark: SparkSession, catalog: Catalog, table: TableEntry, status: Sta
 
 def forget(spark: SparkSession, catalog: Catalog, table: TableEntry, export: str) -> None:
     """DROP CHANGELOG EXPORT: a new export of that name starts afresh."""
+    ensure_log_intact(table)
     spark.sql(f"DELETE FROM {delta_ref(table.location)} WHERE export = {sql_string(export)}")
     _settled(spark, catalog, table)
 

@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 
 from lake_assets.core.commits import find, new_record, writer_options
 from lake_assets.core.delta import local_table
+from lake_assets.core.log_check import ensure_log_intact
 from lake_assets.core.writes import record_commit_state
 from lake_assets.exports.entry import ExportEntry
 from lake_assets.exports.grammar import TimeRange
@@ -59,6 +60,7 @@ def to_table(
     assert export.to_table is not None
     catalog, spark = session.catalog, session.spark
     target = catalog.get(TableEntry, export.to_table)
+    ensure_log_intact(target)
     in_range = f"version >= {window.start} AND version < {window.end}"
     record = new_record(EXPORT_MARKER, export=export.name, range=window.label)
     folder = local_table(target.location)

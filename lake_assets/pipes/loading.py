@@ -26,6 +26,7 @@ from lake_assets.core.commits import (
 from lake_assets.core.delta import row_count
 from lake_assets.core.entries import Column, now_utc
 from lake_assets.core.errors import LakeError
+from lake_assets.core.log_check import ensure_log_intact
 from lake_assets.core.writes import record_commit_state
 from lake_assets.pipes.diagnose import unreadable
 from lake_assets.pipes.load_records import (
@@ -82,6 +83,7 @@ def reconcile(spark: SparkSession, catalog: Catalog, table: TableEntry) -> int:
     """Copy the load records carried by commits newer than the index's mark into the index;
     return the table's newest version: the next load acts on the index as of it, and its commit
     is fenced by the load records up to it (see _commit)."""
+    ensure_log_intact(table)
     mark = load_mark(catalog, table.name)
     commits = commits_since(spark, table.location, mark)
     newest = commits[0].version

@@ -22,6 +22,7 @@ from lake_assets.core.delta import (
 from lake_assets.core.entries import StoredRelation
 from lake_assets.core.errors import LakeError
 from lake_assets.core.lifecycle import name_taken
+from lake_assets.core.log_check import ensure_log_intact
 from lake_assets.core.results import Result
 from lake_assets.tables.entry import TableEntry, declared_key
 from lake_assets.tables.grammar import (
@@ -140,6 +141,7 @@ def set_properties(
     spark: SparkSession, catalog: Catalog, name: str, properties: dict[str, str]
 ) -> None:
     entry = catalog.get(TableEntry, name)
+    ensure_log_intact(entry)  # a property change is a commit too
     delta = _delta_properties(properties)
     assignments = ", ".join(
         f"{sql_string(key)} = {sql_string(value)}" for key, value in delta.items()

@@ -108,6 +108,35 @@ def test_errors_say_what_and_how(text: str, message: str) -> None:
     assert message in str(caught.value)
 
 
+@pytest.mark.parametrize("mode", ["AUTO", "INCREMENTAL", "FULL"])
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        ("SELECT id FROM src VERSION AS OF 1", "src VERSION AS OF"),
+        ("SELECT s.id FROM src TIMESTAMP AS OF '2026-01-01' s", "src TIMESTAMP AS OF"),
+        (
+            "SELECT t.id FROM t JOIN (SELECT id FROM src VERSION AS OF 3) s ON s.id = t.id",
+            "src VERSION AS OF",
+        ),
+    ],
+)
+def test_time_travel_is_refused_at_create_in_every_mode(mode: str, query: str, words: str) -> None:
+    """A source read as of a fixed version never changes: a dynamic table has nothing to refresh
+    from it, and the refusal names the table and its own words, nothing of the refresh's."""
+    for statement in (
+        f"CREATE DYNAMIC TABLE d REFRESH_MODE = {mode} AS {query}",
+        f"EXPLAIN CREATE DYNAMIC TABLE d REFRESH_MODE = {mode} AS {query}",
+    ):
+        with pytest.raises(LakeError) as caught:
+            parse_statement(statement)
+        assert str(caught.value) == (
+            f"dynamic table d reads {words} …: a dynamic table reads its sources' current "
+            f"versions, and a fixed version never changes — query the past version with "
+            f"SELECT … FROM {words} …, or copy it once into a table with "
+            f"INSERT INTO … SELECT … FROM {words} …"
+        )
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [

@@ -27,6 +27,7 @@ from lake_assets.core.commits import Fence, committing, decode, fence_lost, find
 from lake_assets.core.delta import row_changes
 from lake_assets.core.entries import now_utc
 from lake_assets.core.errors import LakeError
+from lake_assets.core.log_check import ensure_log_intact
 from lake_assets.core.settings import LakeSettings
 from lake_assets.core.writes import record_commit_state
 from lake_assets.pipes.entry import PipeEntry
@@ -284,6 +285,7 @@ def run_batch(session: Context, name: str) -> BatchOutcome | None:
         return None
     failpoints.reached(KAFKA_PLANNED)
     target = catalog.get(TableEntry, pipe.table)
+    ensure_log_intact(target)
     record = batch_record(pipe, batch)
     commit = find(spark, target.location, record, after=batch.table_version)
     recovered = commit is not None
