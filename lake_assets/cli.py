@@ -13,6 +13,7 @@ from lake_assets.changes import dagster_reporter
 from lake_assets.code_server import serve as serve_code
 from lake_assets.code_server import workspace_file
 from lake_assets.core.catalog import Catalog
+from lake_assets.core.catalog_file import damaged, integrity_problems
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
 from lake_assets.lake_session import LakeSession
@@ -104,6 +105,14 @@ def _parser() -> argparse.ArgumentParser:
         help="the workspace file to write for Dagster (default: $DAGSTER_HOME/workspace.yaml)",
     )
     code.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
+    catalog = commands.add_parser("catalog", help="look after the embedded SQLite catalog's file")
+    catalog_commands = catalog.add_subparsers(dest="catalog_command", required=True)
+    check = catalog_commands.add_parser(
+        "check",
+        help="run SQLite's integrity check on the catalog: prints ok (exit 0) or what is "
+        "damaged (exit 1)",
+    )
+    check.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
     return parser
 
 
@@ -198,6 +207,20 @@ def run_code_server(args: argparse.Namespace) -> int:
         return _fail(str(error), args.debug)
 
 
+def run_catalog_check(args: argparse.Namespace) -> int:
+    try:
+        settings = LakeSettings.from_env()
+        problems = integrity_problems(settings)
+    except LakeError as error:
+        return _fail(str(error), args.debug)
+    if not problems:
+        print("ok")
+        return 0
+    for problem in problems:
+        print(problem)
+    return _fail(str(damaged(settings.catalog_path, "its integrity check failed")), False)
+
+
 def _fail(message: str, debug: bool) -> int:
     if debug:
         traceback.print_exc()
@@ -209,6 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         commands = {
+            "catalog": run_catalog_check,
             "code-server": run_code_server,
             "kafka-broker": run_kafka_broker,
             "setup": run_setup,

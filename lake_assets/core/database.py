@@ -8,6 +8,7 @@ drops its rows in the same transaction without the catalog knowing the kind."""
 from __future__ import annotations
 
 import functools
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -21,13 +22,15 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.schema import SchemaItem
 
+from lake_assets.core.catalog_file import sqlite_trouble
 from lake_assets.core.errors import LakeError
+from lake_assets.core.settings import catalog_lock_wait
 
-# How long a writer waits for another process's transaction before giving up.
-_LOCK_WAIT_SECONDS = 30
 # Postgres: the advisory lock every writing transaction (and the schema's creation) holds, so
 # that writers take turns as they do on SQLite's one file ("lake" in ASCII).
 WRITE_LOCK = 0x6C616B65
+# Postgres's code for a lock not granted within lock_timeout.
+_LOCK_NOT_AVAILABLE = "55P03"
 
 # Text compares byte by byte on Postgres too, as on SQLite: names list in one order and ISO
 # times compare as written, whatever collation the database was created with.
@@ -74,23 +77,30 @@ class Database:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self._engine = _engine(url)
+        # How long a writer waits for another process's write lock before it fails.
+        self.lock_wait = catalog_lock_wait(os.environ)
+        with self._plainly():
+            self._engine = _engine(url, self.lock_wait)
 
     @contextmanager
     def reading(self) -> Iterator[Connection]:
-        self._create_new_tables()
-        with self._engine.connect() as conn, conn.begin():
-            yield conn
+        """One consistent view that takes no write lock (SQLite in WAL mode and Postgres let it
+        read while another process writes)."""
+        with self._plainly():
+            self._create_new_tables()
+            with self._engine.connect() as conn, conn.begin():
+                yield conn
 
     @contextmanager
     def writing(self) -> Iterator[Connection]:
         """One writer at a time (SQLite: BEGIN IMMEDIATE; Postgres: an advisory lock), so a
         transaction's reads still hold when it writes: two processes adding one name, or
         replacing one object, never both pass the check."""
-        self._create_new_tables()
-        with self._engine.connect().execution_options(lake_write=True) as conn, conn.begin():
-            _take_write_lock(conn)
-            yield conn
+        with self._plainly():
+            self._create_new_tables()
+            with self._engine.connect().execution_options(lake_write=True) as conn, conn.begin():
+                _take_write_lock(conn, self.lock_wait)
+                yield conn
 
     @property
     def insert(self) -> Callable[[sa.Table], Any]:
@@ -98,18 +108,67 @@ class Database:
         return (postgresql if self._engine.dialect.name == "postgresql" else sqlite).insert
 
     def _create_new_tables(self) -> None:
-        """Tables declared since the last use (a kind imported late) are created once."""
+        """Tables declared since the last use (a kind imported late) are created once; the write
+        lock is taken only if some are missing, so that reading never waits on a writer."""
         if _CREATED.get(self.url) == len(SCHEMA.tables):
             return
-        with self._engine.connect().execution_options(lake_write=True) as conn, conn.begin():
-            # Processes opening a new database at once: one creates the tables, the others wait.
-            _take_write_lock(conn)
-            SCHEMA.create_all(conn)
+        with self._engine.connect() as conn:
+            existing = set(sa.inspect(conn).get_table_names())
+        if not existing.issuperset(SCHEMA.tables):
+            with self._engine.connect().execution_options(lake_write=True) as conn, conn.begin():
+                # Processes opening a new database at once: one creates the tables, the others
+                # wait.
+                _take_write_lock(conn, self.lock_wait)
+                SCHEMA.create_all(conn)
         _CREATED[self.url] = len(SCHEMA.tables)
+
+    @contextmanager
+    def _plainly(self) -> Iterator[None]:
+        """A busy or damaged catalog is one line that says what to do, not the driver's words and
+        SQL; any other error stays as it is."""
+        try:
+            yield
+        except (sa.exc.DBAPIError, sqlite3.DatabaseError) as error:
+            cause = error.orig if isinstance(error, sa.exc.DBAPIError) else error
+            if isinstance(cause, sqlite3.DatabaseError):
+                plain = sqlite_trouble(
+                    cause, Path(self.url.removeprefix("sqlite:///")), self.lock_wait
+                )
+            elif getattr(cause, "sqlstate", None) == _LOCK_NOT_AVAILABLE:
+                plain = self._postgres_locked()
+            else:
+                plain = None
+            if plain is None:
+                raise
+            raise plain from error
+
+    def _postgres_locked(self) -> LakeError:
+        """The sessions that hold the writers' advisory lock, as the server names them."""
+        query = sa.text(
+            "SELECT a.pid, a.application_name, host(a.client_addr) FROM pg_locks l "
+            "JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' "
+            "AND l.granted AND (l.classid::bigint << 32) | l.objid::bigint = :key "
+            "AND l.objsubid = 1"
+        )
+        with self._engine.connect() as conn:
+            rows = conn.execute(query, {"key": WRITE_LOCK}).all()
+        holders = [
+            f"server pid {pid}"
+            + (f", application '{application}'" if application else "")
+            + (f", client {client}" if client else "")
+            for pid, application, client in rows
+        ]
+        return LakeError(
+            f"the catalog database {self._engine.url!r} is busy: another session holds its "
+            f"write lock ({'; '.join(holders) or 'which one is not known'}) and did not release "
+            f"it within {self.lock_wait:g} s",
+            "wait for that session to finish, or stop it, and run again "
+            "(LAKE_CATALOG_LOCK_WAIT sets how many seconds a writer waits)",
+        )
 
 
 @functools.cache
-def _engine(url: str) -> Engine:
+def _engine(url: str, lock_wait: float) -> Engine:
     """One engine per database and process; a new SQLite file gets WAL mode."""
     if not url.startswith("sqlite"):
         engine = sa.create_engine(url, pool_pre_ping=True)
@@ -126,14 +185,12 @@ def _engine(url: str) -> Engine:
         return engine
     Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     # No pool: a connection per use, as many processes share the file (sensors, runs, the CLI).
-    engine = sa.create_engine(
-        url, connect_args={"timeout": _LOCK_WAIT_SECONDS}, poolclass=sa.pool.NullPool
-    )
+    engine = sa.create_engine(url, connect_args={"timeout": lock_wait}, poolclass=sa.pool.NullPool)
     sa.event.listen(engine, "connect", _sqlite_autocommit)
     sa.event.listen(engine, "begin", _sqlite_begin)
     raw = engine.raw_connection()
     try:
-        _use_wal(raw)
+        _use_wal(raw, lock_wait)
     finally:
         raw.close()
     return engine
@@ -150,15 +207,17 @@ def _sqlite_begin(conn: Connection) -> None:
     conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
-def _take_write_lock(conn: Connection) -> None:
-    """Postgres: wait for the catalog's writer turn, held until this transaction ends."""
+def _take_write_lock(conn: Connection, wait: float) -> None:
+    """Postgres: wait for the catalog's writer turn, held until this transaction ends, at most
+    `wait` seconds as SQLite's busy timeout does (a lock_timeout of 0 would mean no limit)."""
     if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql(f"SET LOCAL lock_timeout = {max(1, round(wait * 1000))}")
         conn.execute(sa.select(sa.func.pg_advisory_xact_lock(WRITE_LOCK)))
 
 
-def _use_wal(conn: Any) -> None:
+def _use_wal(conn: Any, lock_wait: float) -> None:
     """Switching a new file to WAL does not wait on a concurrent opener's lock: retry it."""
-    deadline = time.monotonic() + _LOCK_WAIT_SECONDS
+    deadline = time.monotonic() + lock_wait
     while True:
         try:
             conn.execute("PRAGMA journal_mode=WAL")

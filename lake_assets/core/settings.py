@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import tempfile
@@ -24,6 +25,9 @@ DEFAULT_STREAM_PARTITIONS = 10_000
 ENV_REFERENCE_PREFIX = "LAKE_CONN_"
 # The key that decrypts every stored secret: no reference may name it, whatever the settings.
 SECRET_KEY_VARIABLE = "LAKE_SECRET_KEY"
+# Seconds a catalog writer waits for another process's write lock before it fails
+# (LAKE_CATALOG_LOCK_WAIT).
+DEFAULT_CATALOG_LOCK_WAIT = 30.0
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -122,6 +126,25 @@ def endpoints(env: Mapping[str, str]) -> tuple[str, ...] | None:
     if not configured.strip():
         return None
     return tuple(item.strip().lower() for item in configured.split(",") if item.strip())
+
+
+def catalog_lock_wait(env: Mapping[str, str]) -> float:
+    """LAKE_CATALOG_LOCK_WAIT: how long a writer waits for another process's turn on the catalog,
+    so that a process that keeps the catalog's write lock fails the others in bounded time."""
+    text = env.get("LAKE_CATALOG_LOCK_WAIT", "").strip()
+    if not text:
+        return DEFAULT_CATALOG_LOCK_WAIT
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds >= 0):
+        raise LakeError(
+            f"LAKE_CATALOG_LOCK_WAIT '{text}' is not a number of seconds",
+            f"set it to a number of seconds such as 5, or unset it for "
+            f"{DEFAULT_CATALOG_LOCK_WAIT:g}",
+        )
+    return seconds
 
 
 @dataclass(frozen=True)
