@@ -3,8 +3,8 @@
 
 Frames are PySpark DataFrames behind a thin proxy (`LakeFrame`) that remembers which stream
 ranges their rows come from. Only `save_as_table` consumes those ranges, in the same Delta commit
-as its rows (DESIGN.md rule 1); reading a frame (`show`, `collect`, `toPandas`) never moves an
-offset."""
+as its rows, so a crash leaves both or neither; reading a frame (`show`, `collect`, `toPandas`)
+never moves an offset."""
 
 from __future__ import annotations
 

@@ -298,7 +298,7 @@ def track(
 
 
 def streams_sensor(settings: LakeSettings) -> SensorDefinition:
-    """Catalog and Delta logs only, never Spark: sensors must stay fast (DESIGN.md rule 3)."""
+    """Catalog and Delta logs only, never Spark: a sensor starts no JVM and answers fast."""
 
     @sensor(
         name=STREAMS_SENSOR,

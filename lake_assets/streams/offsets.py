@@ -1,4 +1,4 @@
-"""Offsets that move only with a committed write (DESIGN.md rule 1).
+"""Offsets that move only with a committed write, in the same Delta commit as its rows.
 
 A statement that reads streams pins each one's range when it starts. If it writes, it first
 claims the streams in the catalog (one consumer at a time per stream; a stream moved since it
