@@ -23,6 +23,16 @@ from sqlglot import exp
 
 from lake_assets.core.delta import delta_ref, quote_name
 from lake_assets.core.names import hidden
+from lake_assets.dynamic_tables.folds import (
+    AVG,
+    COUNT,
+    COUNT_DISTINCT,
+    COUNT_STAR,
+    MAX,
+    MIN,
+    SUM,
+    Aggregate,
+)
 from lake_assets.dynamic_tables.incremental import (
     MERGE_SOURCE,
     MULT,
@@ -36,20 +46,7 @@ from lake_assets.dynamic_tables.incremental import (
     view_or_self,
 )
 from lake_assets.dynamic_tables.keyed import keys_restricted
-from lake_assets.dynamic_tables.plan import (
-    AVG,
-    COUNT,
-    COUNT_DISTINCT,
-    COUNT_STAR,
-    MAX,
-    MIN,
-    ROWS,
-    SUM,
-    Aggregate,
-    Plan,
-    by_join_key,
-    derived_table,
-)
+from lake_assets.dynamic_tables.plan import ROWS, Plan
 from lake_assets.dynamic_tables.queries import (
     ROW_MARK,
     argument_column,
@@ -58,6 +55,7 @@ from lake_assets.dynamic_tables.queries import (
     rewrite,
     with_hidden,
 )
+from lake_assets.dynamic_tables.shapes import by_join_key, derived_table
 from lake_assets.sql.types import same
 
 RECOMPUTE_KEYS = hidden("recompute")

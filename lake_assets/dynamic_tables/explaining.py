@@ -10,25 +10,20 @@ from sqlglot import exp
 
 from lake_assets.core.results import Result
 from lake_assets.dynamic_tables.entry import RefreshModeChoice
+from lake_assets.dynamic_tables.folds import AVG, COUNT_DISTINCT, MAX, MIN, SUM
 from lake_assets.dynamic_tables.keys import join_key
 from lake_assets.dynamic_tables.plan import (
-    AVG,
-    COUNT_DISTINCT,
     KEYED,
-    MAX,
-    MIN,
     PROJECTION,
-    SUM,
     TOP_N,
     Plan,
-    by_join_key,
     classify,
     nested_set_operation,
     notes,
-    outer_join,
     runnable,
 )
 from lake_assets.dynamic_tables.queries import references
+from lake_assets.dynamic_tables.shapes import by_join_key, outer_join
 
 COLUMNS = ["operator", "refresh"]
 _INDENT = "  "

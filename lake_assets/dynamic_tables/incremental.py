@@ -27,7 +27,7 @@ from lake_assets.core.delta import row_changes as delta_row_changes
 from lake_assets.core.names import hidden
 from lake_assets.dynamic_tables import pruning
 from lake_assets.dynamic_tables.keys import JoinKey, Parameter, join_key, key_of
-from lake_assets.dynamic_tables.plan import Plan, by_join_key, derived_table, key_name
+from lake_assets.dynamic_tables.plan import Plan, key_name
 from lake_assets.dynamic_tables.queries import (
     key_rows,
     keys_restricted,
@@ -35,6 +35,7 @@ from lake_assets.dynamic_tables.queries import (
     rewrite,
     with_hidden,
 )
+from lake_assets.dynamic_tables.shapes import by_join_key, derived_table
 from lake_assets.sql.types import same
 
 MULT = hidden("mult")
