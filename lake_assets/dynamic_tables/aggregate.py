@@ -23,6 +23,7 @@ from sqlglot import exp
 
 from lake_assets.core.delta import delta_ref, quote_name
 from lake_assets.core.names import hidden
+from lake_assets.dynamic_tables.delta_rule import row_changes
 from lake_assets.dynamic_tables.folds import (
     AVG,
     COUNT,
@@ -41,7 +42,6 @@ from lake_assets.dynamic_tables.incremental import (
     col,
     null_safe,
     only_gained,
-    row_changes,
     table_at,
     view_or_self,
 )

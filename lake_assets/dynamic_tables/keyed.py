@@ -13,12 +13,12 @@ from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from lake_assets.core import names
+from lake_assets.dynamic_tables.delta_rule import signed_rows
 from lake_assets.dynamic_tables.incremental import (
     MULT,
     SourceRead,
     col,
     null_safe,
-    signed_rows,
     table_at,
     view_or_self,
 )

@@ -19,6 +19,7 @@ from lake_assets.core.delta import MATERIALIZE_SOURCE_CONF, Commit
 from lake_assets.core.errors import LakeError
 from lake_assets.dynamic_tables import pruning
 from lake_assets.dynamic_tables.aggregate import aggregate_merge
+from lake_assets.dynamic_tables.delta_rule import row_changes as result_changes
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.incremental import (
     MULT,
@@ -30,7 +31,6 @@ from lake_assets.dynamic_tables.incremental import (
     register_sources,
     table_at,
 )
-from lake_assets.dynamic_tables.incremental import row_changes as result_changes
 from lake_assets.dynamic_tables.keyed import keyed_changes
 from lake_assets.dynamic_tables.plan import AGGREGATE, KEYED, Plan
 from lake_assets.dynamic_tables.refreshes import RefreshMode
