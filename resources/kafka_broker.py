@@ -20,7 +20,14 @@ from confluent_kafka.admin import AdminClient
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
 from resources.jvm import KAFKA_BROKER, check_java, extra_jvm_options, fetch_jars
-from resources.spark_server import LOOPBACK, die_with_parent, free_port, listening, stop
+from resources.spark_server import (
+    LOOPBACK,
+    die_with_parent,
+    free_port,
+    listening,
+    stop,
+    until_stopped,
+)
 
 DEFAULT_PORT = 9092
 START_SECONDS = 120.0
@@ -225,9 +232,9 @@ def serve(settings: LakeSettings, port: int, data: Path | None = None) -> int:
         flush=True,
     )
     try:
-        status = broker.process.wait()
-    except KeyboardInterrupt:
-        return 0
+        if until_stopped(lambda: broker.process.poll() is None):
+            return 0
     finally:
         broker.stop()
+    status = broker.process.returncode
     raise LakeError(f"the Kafka broker exited by itself (status {status})", f"see {log}")

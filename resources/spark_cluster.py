@@ -23,7 +23,7 @@ import pyspark
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
 from resources.jvm import check_java, extra_jvm_options
-from resources.spark_server import LOOPBACK, die_with_parent, free_port, listening
+from resources.spark_server import LOOPBACK, die_with_parent, free_port, listening, until_stopped
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -269,8 +269,8 @@ def serve(
                 "Dagster runs; Ctrl-C stops it",
                 flush=True,
             )
-            while cluster.running():
-                time.sleep(1)
-    except KeyboardInterrupt:
+            if until_stopped(cluster.running):
+                return 0
+    except KeyboardInterrupt:  # while the daemons start
         return 0
     raise LakeError("the Spark master or worker exited by itself", f"see {folder / 'logs'}")

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import IO
@@ -66,6 +67,18 @@ def server_command(settings: LakeSettings, port: int) -> list[str]:
     for key, value in conf.items():
         command += ["--conf", f"{key}={value}"]
     return command
+
+
+def until_stopped(running: Callable[[], bool]) -> bool:
+    """Wait while `running()` until SIGINT or SIGTERM; whether a signal ended the wait. The
+    signals only set a flag from here on: raised as KeyboardInterrupt inside `Popen.poll`, one
+    could leave the process's wait lock held, and stopping it then waited forever."""
+    signals: list[int] = []  # a plain list: a handler must take no lock the loop may hold
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda number, _: signals.append(number))
+    while not signals and running():
+        time.sleep(0.2)
+    return bool(signals)
 
 
 def die_with_parent() -> None:
