@@ -15,9 +15,10 @@ from lake_assets.code_server import workspace_file
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.catalog_file import damaged, integrity_problems
 from lake_assets.core.errors import LakeError
+from lake_assets.core.rendering import visible
 from lake_assets.core.settings import LakeSettings
 from lake_assets.lake_session import LakeSession
-from lake_assets.output import FORMATS, visible, write_result
+from lake_assets.output import FORMATS, write_result
 from lake_assets.sql.grammar import StatementError
 from resources import spark_cluster
 from resources.jvm import JAVA_JARS, SPARK_JAR_SETS, check_java, compiled_jar, fetch_jars

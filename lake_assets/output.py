@@ -5,28 +5,15 @@ from __future__ import annotations
 import csv
 import json
 import math
-import re
 from collections.abc import Sequence
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, TextIO
 
+from lake_assets.core.rendering import visible
 from lake_assets.core.results import Result
 
 FORMATS = ("table", "json", "csv")
-
-
-# Characters a terminal acts on rather than shows (controls, escape sequences, bidirectional
-# overrides), as the escapes that name them: a value in a table must not rewrite the screen.
-_INVISIBLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
-_NAMED = {"\0": "\\0", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
-
-
-def visible(text: str) -> str:
-    """Text for a terminal, its control characters written as escapes (`\\x1b`, `\\0`)."""
-    return _INVISIBLE.sub(
-        lambda m: _NAMED.get(m[0]) or m[0].encode("unicode_escape").decode(), text
-    )
 
 
 def _text(value: Any, null: str) -> str:

@@ -12,7 +12,7 @@ from dagster import AssetKey, TableColumn, TableSchema
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import Column
-from lake_assets.core.markdown import markdown_text
+from lake_assets.core.rendering import markdown_text
 from lake_assets.core.settings import LakeSettings
 from lake_assets.definitions import build_definitions
 from lake_assets.tables.entry import TableEntry

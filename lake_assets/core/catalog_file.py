@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lake_assets.core.errors import LakeError
+from lake_assets.core.rendering import visible
 from lake_assets.core.settings import LakeSettings, catalog_lock_wait
 
 # The byte of the `-shm` file that SQLite's one writer locks in WAL mode (its write-lock slot).
@@ -73,7 +74,7 @@ def _command_line(pid: int) -> str:
     except OSError:
         return ""
     text = " ".join(part.decode(errors="replace") for part in raw.split(b"\0") if part)
-    shown = "".join(char if char.isprintable() else f"\\x{ord(char):02x}" for char in text)
+    shown = visible(text)
     return shown if len(shown) <= _COMMAND_CHARS else shown[: _COMMAND_CHARS - 1] + "…"
 
 

@@ -23,7 +23,7 @@ from dagster import (
 from lake_assets.automation import AUTOMATION_INTERVAL_SECONDS, automation_sensor, refresh_cron
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.kind import Sessions
-from lake_assets.core.markdown import markdown_text
+from lake_assets.core.rendering import markdown_text
 from lake_assets.core.settings import LakeSettings
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.kind import AUTOMATION_SENSOR

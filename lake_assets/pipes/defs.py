@@ -33,7 +33,7 @@ from dagster import (
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.errors import LakeError
 from lake_assets.core.kind import Sessions
-from lake_assets.core.markdown import markdown_text
+from lake_assets.core.rendering import markdown_text
 from lake_assets.core.settings import LakeSettings
 from lake_assets.pipes.engine import ingest, pipe_copy
 from lake_assets.pipes.entry import IngestMode, PipeEntry, PipeKind

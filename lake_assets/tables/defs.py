@@ -6,7 +6,7 @@ from dagster import AssetSpec, Definitions, MetadataValue, TableColumn, TableSch
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.kind import Sessions
-from lake_assets.core.markdown import markdown_text
+from lake_assets.core.rendering import markdown_text
 from lake_assets.core.settings import LakeSettings
 from lake_assets.tables.entry import TableEntry
 

@@ -22,7 +22,7 @@ from lake_assets.automation import AUTOMATION_INTERVAL_SECONDS, automation_senso
 from lake_assets.changes import dagster_reporter
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.kind import Sessions
-from lake_assets.core.markdown import markdown_text
+from lake_assets.core.rendering import markdown_text
 from lake_assets.core.settings import LakeSettings
 from lake_assets.tasks.entry import Schedule, TaskEntry, TaskTrigger
 from lake_assets.tasks.kind import TASKS_SENSOR

@@ -45,7 +45,7 @@ from dagster import (
 from lake_assets.automation import DATA_VERSION_TAG
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.kind import Sessions
-from lake_assets.core.markdown import markdown_text
+from lake_assets.core.rendering import markdown_text
 from lake_assets.core.settings import LakeSettings
 from lake_assets.core.ticks import DAEMON_LOOP_SECONDS, minimum_interval
 from lake_assets.volumes.entry import VolumeEntry

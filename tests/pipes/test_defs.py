@@ -30,7 +30,7 @@ from pyspark.sql import SparkSession
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import Column, now_utc
-from lake_assets.core.markdown import markdown_text
+from lake_assets.core.rendering import markdown_text
 from lake_assets.core.settings import LakeSettings
 from lake_assets.definitions import build_definitions
 from lake_assets.pipes import sensors

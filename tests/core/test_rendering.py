@@ -7,7 +7,7 @@ import html
 import pytest
 from markdown_it import MarkdownIt
 
-from lake_assets.core.markdown import markdown_text
+from lake_assets.core.rendering import markdown_text
 
 HOSTILE = [
     "<img src=http://127.0.0.1:9/x.png>",
