@@ -12,8 +12,7 @@ from pyspark.sql import SparkSession
 from lake_assets.core.catalog import Catalog
 from lake_assets.dynamic_tables.entry import DynamicTableEntry, RefreshModeChoice
 from lake_assets.dynamic_tables.incremental import SourceRead, commit_changes
-from lake_assets.dynamic_tables.plan import AGGREGATE, Plan
-from lake_assets.dynamic_tables.queries import references
+from lake_assets.dynamic_tables.operators.base import Plan
 
 # AUTO recomputes once the rows changed since the last refresh reach this share of the sources'
 # rows: reading and folding that many changes costs about what reading the sources whole does.
@@ -70,23 +69,26 @@ def estimate(spark: SparkSession, catalog: Catalog, reads: list[SourceRead]) -> 
 
 
 def compiled(plan: Plan, estimate: Estimate | None, table_rows: int) -> bool:
-    """Whether an incremental refresh reads enough rows for Spark's generated code to pay: an
-    aggregate of one table reads its changes and its own groups, any other plan its sources."""
+    """Whether an incremental refresh reads enough rows for Spark's generated code to pay: a
+    root that reads only changes reads them and the table, any other its sources."""
     if estimate is None:
         return True
-    only_changes = (
-        plan.shape == AGGREGATE
-        and len(plan.branches) == 1
-        and len(references(plan.branches[0])) == 1
-    )
+    only_changes = plan.root.reads_only_changes
     read = estimate.changed + (table_rows if only_changes else estimate.rows)
     return read >= COMPILED_MIN_ROWS
 
 
+def auto_rule() -> str:
+    """AUTO's rule, as EXPLAIN states it (see _auto_reason)."""
+    return (
+        f"FULL when, on sources of {AUTO_MIN_ROWS:,} rows or more, the rows changed reach "
+        f"{AUTO_FULL_SHARE:.0%} of theirs or applying the changes reads as many rows as "
+        "recomputing"
+    )
+
+
 def _auto_reason(entry: DynamicTableEntry, estimate: Estimate | None) -> str | None:
     """Why a refresh that could apply its sources' changes recomputes instead, or None."""
-    if entry.refresh_mode is RefreshModeChoice.FULL:
-        return "REFRESH_MODE = FULL"
     if entry.refresh_mode is not RefreshModeChoice.AUTO or estimate is None:
         return None  # no estimate: the changes are applied
     changed, rows, reads = estimate.changed, estimate.rows, estimate.incremental_reads
@@ -108,24 +110,28 @@ def _auto_reason(entry: DynamicTableEntry, estimate: Estimate | None) -> str | N
 def why_full(
     entry: DynamicTableEntry,
     plan: Plan,
-    reads: list[SourceRead],
+    *,
     initial: bool,
-    enabled: list[str],
-    full: bool,
-    estimate: Estimate | None,
+    untracked: list[str],
+    full: bool = False,
+    reads: list[SourceRead] | None = None,
+    estimate: Estimate | None = None,
 ) -> str | None:
-    """Why this refresh recomputes instead of applying its sources' changes, or None."""
+    """Why a refresh recomputes instead of applying its sources' changes, or None: of the next
+    refresh (DESC), without `reads`, before AUTO weighs the changes it finds."""
     if plan.reason:
         return plan.reason
+    if entry.refresh_mode is RefreshModeChoice.FULL:
+        return "REFRESH_MODE = FULL"
     if plan.hidden != entry.hidden:
         return "its state columns were laid out for another plan: recomputed in this plan's"
     if full:
         return "a full refresh was asked for"
     if initial:
         return "initial refresh"
-    if enabled:
-        return f"change tracking was just turned on for {', '.join(enabled)}"
-    replaced = [read.name for read in reads if read.previous is None]
+    if untracked:
+        return f"change tracking of {', '.join(untracked)} was off (the refresh turns it on)"
+    replaced = [read.name for read in reads or () if read.previous is None]
     if replaced:
         return f"{', '.join(replaced)} was replaced since the last refresh"
-    return _auto_reason(entry, estimate)
+    return _auto_reason(entry, estimate) if reads is not None else None

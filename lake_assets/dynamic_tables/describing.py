@@ -6,15 +6,15 @@ from typing import TYPE_CHECKING
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.results import Result
-from lake_assets.dynamic_tables.entry import DynamicTableEntry, RefreshModeChoice, SchedulingState
+from lake_assets.dynamic_tables.choosing import why_full
+from lake_assets.dynamic_tables.entry import DynamicTableEntry, SchedulingState
 from lake_assets.dynamic_tables.explaining import explain
 from lake_assets.dynamic_tables.grammar import ExplainDynamicTable, ShowRefreshHistory
-from lake_assets.dynamic_tables.plan import notes
-from lake_assets.dynamic_tables.refresh import definition_of, plan_of, source_columns
+from lake_assets.dynamic_tables.lowering import notes
+from lake_assets.dynamic_tables.refresh import definition_of, plan_of, source_columns, untracked
 from lake_assets.dynamic_tables.refreshes import REFRESHES, RefreshMode, RefreshRecord
 from lake_assets.sql.binding import referenced_tables
 from lake_assets.sql.statements import DescribeObject
-from lake_assets.tables.entry import TableEntry
 
 if TYPE_CHECKING:
     from lake_assets.core.kind import Context
@@ -70,18 +70,13 @@ def _interval_text(seconds: int | None) -> str | None:
 def next_mode(catalog: Catalog, entry: DynamicTableEntry) -> tuple[str, str | None]:
     """The mode the next refresh that finds changes will use, and why when it is FULL (AUTO
     decides on the changes it finds, so an AUTO table reads INCREMENTAL here)."""
-    plan = plan_of(entry, catalog)
-    if plan.reason:
-        return RefreshMode.FULL, plan.reason
-    if entry.refresh_mode is RefreshModeChoice.FULL:
-        return RefreshMode.FULL, "REFRESH_MODE = FULL"
-    if _last(catalog, entry.name, committed=True) is None:
-        return RefreshMode.FULL, "initial refresh"
-    for name in entry.sources:
-        relation = catalog.relation(name)
-        if isinstance(relation, TableEntry) and not relation.change_tracking:
-            return RefreshMode.FULL, f"change tracking is off on {name}; the refresh turns it on"
-    return RefreshMode.INCREMENTAL, None
+    reason = why_full(
+        entry,
+        plan_of(entry, catalog),
+        initial=_last(catalog, entry.name, committed=True) is None,
+        untracked=untracked(catalog, entry),
+    )
+    return (RefreshMode.FULL, reason) if reason else (RefreshMode.INCREMENTAL, None)
 
 
 def describe_dynamic_table(session: Context, stmt: DescribeObject) -> Result:

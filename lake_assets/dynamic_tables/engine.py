@@ -9,8 +9,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
-from pyspark.sql.types import StructField
-from sqlglot import exp
 
 from lake_assets.core.catalog import Catalog, CatalogView
 from lake_assets.core.delta import quote_name, sql_string
@@ -30,10 +28,9 @@ from lake_assets.dynamic_tables.grammar import (
     CreateDynamicTable,
     RefreshDynamicTable,
 )
-from lake_assets.dynamic_tables.hidden_tables import stage_views
-from lake_assets.dynamic_tables.incremental import register_sources, view_or_self
-from lake_assets.dynamic_tables.plan import AGGREGATE, classify, runnable
-from lake_assets.dynamic_tables.queries import rewrite, with_hidden
+from lake_assets.dynamic_tables.incremental import schema_of
+from lake_assets.dynamic_tables.lowering import classify, runnable
+from lake_assets.dynamic_tables.operators.stage import stage_views
 from lake_assets.dynamic_tables.refresh import (
     refresh,
     source_read,
@@ -104,16 +101,12 @@ def create_dynamic_table(session: Context, stmt: CreateDynamicTable) -> Result:
         source_read(spark, name, relation, None, index)
         for index, (name, relation) in enumerate(stored.items())
     ]
-    register_sources(spark, reads, changes=False)
     stage_views(spark, plan, reads)
-    by_name = {read.name: read for read in reads}
-
-    def analysed(select: exp.Expr) -> list[StructField]:
-        sql = rewrite(select, lambda _, name: view_or_self(by_name, name, "new"))
-        return spark.sql(sql).schema.fields
-
-    visible = analysed(query)
-    hidden = analysed(with_hidden(plan, plan.runs))[-len(plan.hidden) :] if plan.hidden else []
+    fields = schema_of(spark, plan.stateful, reads)
+    visible, hidden = (
+        fields[: len(fields) - len(plan.hidden)],
+        fields[len(fields) - len(plan.hidden) :],
+    )
     names = _column_names(stmt, [f.name for f in visible])
     comments = {c.name.lower(): c.comment for c in stmt.columns}
     columns = tuple(
@@ -133,10 +126,7 @@ def create_dynamic_table(session: Context, stmt: CreateDynamicTable) -> Result:
         f"{quote_name(name)} {f.dataType.simpleString()}"
         for name, f in zip(plan.hidden, hidden, strict=True)
     ]
-    # A projection's refresh deletes rows scattered over a table as large as its sources:
-    # deletion vectors mark them instead of rewriting every file. An aggregate is small and
-    # every file is touched anyway, where rewriting measured faster.
-    vectors = "false" if plan.shape == AGGREGATE else "true"
+    vectors = "true" if plan.deletion_vectors else "false"
     entry = DynamicTableEntry(
         stmt.name,
         location,

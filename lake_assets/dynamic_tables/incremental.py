@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
@@ -19,23 +18,16 @@ from lake_assets.core.delta import commits_from, delta_ref, quote_name
 from lake_assets.core.delta import row_changes as delta_row_changes
 from lake_assets.core.names import hidden
 from lake_assets.dynamic_tables import pruning
-from lake_assets.dynamic_tables.plan import Plan
-from lake_assets.dynamic_tables.queries import (
-    rewrite,
-    with_hidden,
-)
+from lake_assets.dynamic_tables.netting import MULT, col, copies, free_name, netted
+from lake_assets.dynamic_tables.queries import rewrite
 from lake_assets.sql.types import same
 
-MULT = hidden("mult")
 OP = hidden("op")
 _CDF_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 MERGE_SOURCE = hidden("merge")
 # Lost rows up to this many values are broadcast to the read counting their copies, instead of
 # shuffling the (pruned) table: about 20 MB. Incremental plans are static (no adaptive execution).
 _BROADCAST_CELLS = 2_000_000
-# The keys of the groups the last aggregate refresh recomputed from its sources.
-# Columns of an aggregate refresh's new group state: the change's row count, whether the group
-# was in the table, whether a fold gave up on it.
 
 
 @dataclass(frozen=True)
@@ -81,22 +73,9 @@ def only_gained(spark: SparkSession, reads: Iterable[SourceRead]) -> bool:
     return True
 
 
-def col(name: str) -> SparkColumn:
-    return F.col(quote_name(name))
-
-
 def _at(spark: SparkSession, read: SourceRead, version: int) -> DataFrame:
     frame = spark.read.format("delta").option("versionAsOf", version).load(read.location)
     return frame.select(*map(col, read.columns)) if read.columns else frame
-
-
-def free_name(name: str, taken: Iterable[str]) -> str:
-    """`name`, with underscores appended while a column of `taken` has it: a source's own
-    columns (from a file's schema, say) may use the hidden prefix too."""
-    lowered = {column.lower() for column in taken}
-    while name.lower() in lowered:
-        name += "_"
-    return name
 
 
 def net_changes(spark: SparkSession, read: SourceRead) -> tuple[DataFrame, str]:
@@ -113,20 +92,8 @@ def net_changes(spark: SparkSession, read: SourceRead) -> tuple[DataFrame, str]:
     columns = list(read.columns or [c for c in feed.columns if c not in _CDF_COLUMNS])
     multiplicity = free_name(MULT, columns)
     sign = F.when(F.col("_change_type").isin("insert", "update_postimage"), 1).otherwise(-1)
-    net = (
-        feed.select(*map(col, columns), sign.alias(multiplicity))
-        .groupBy(*map(col, columns))
-        .agg(F.sum(col(multiplicity)).alias(multiplicity))
-        .filter(col(multiplicity) != 0)
-    )
+    net = netted(feed.select(*map(col, columns), sign.alias(multiplicity)), columns, multiplicity)
     return net, multiplicity
-
-
-def _copies(frame: DataFrame, count: SparkColumn, columns: list[str]) -> DataFrame:
-    """Each row repeated `count` times (count ≥ 1)."""
-    copy = free_name(hidden("copy"), columns)
-    repeated = F.explode(F.sequence(F.lit(1), count)).alias(copy)
-    return frame.select(*map(col, columns), repeated).drop(copy)
 
 
 def register_sources(spark: SparkSession, reads: list[SourceRead], changes: bool) -> None:
@@ -138,22 +105,28 @@ def register_sources(spark: SparkSession, reads: list[SourceRead], changes: bool
             net, multiplicity = net_changes(spark, read)
             columns = [c for c in net.columns if c != multiplicity]
             count = col(multiplicity)
-            gained = _copies(net.filter(count > 0), count, columns)
-            lost = _copies(net.filter(count < 0), -count, columns)
+            gained = copies(net.filter(count > 0), count, columns)
+            lost = copies(net.filter(count < 0), -count, columns)
             gained.createOrReplaceTempView(read.view("pos"))
             lost.createOrReplaceTempView(read.view("neg"))
 
 
 def full_result(
-    spark: SparkSession,
-    plan: Plan,
-    query: exp.Expr,
-    reads: dict[str, SourceRead],
-    names: list[str],
+    spark: SparkSession, query: exp.Expr, reads: dict[str, SourceRead], names: list[str]
 ) -> DataFrame:
-    """The query over the sources as read now, with the plan's hidden columns, named `names`."""
-    sql = rewrite(with_hidden(plan, query), lambda _, name: view_or_self(reads, name, "new"))
+    """The query over the sources as read now, named `names`."""
+    sql = rewrite(query, lambda _, name: view_or_self(reads, name, "new"))
     return spark.sql(sql).toDF(*names)
+
+
+def schema_of(spark: SparkSession, query: exp.Expr, reads: list[SourceRead]) -> list[StructField]:
+    """The columns `query` returns over the sources as read now, learned from Spark's analysis
+    of it (no job runs): the one way a dynamic table's or a hidden table's columns are known."""
+    by_name = {read.name: read for read in reads}
+    register_sources(spark, reads, changes=False)
+    return spark.sql(
+        rewrite(query, lambda _, name: view_or_self(by_name, name, "new"))
+    ).schema.fields
 
 
 def view_or_self(reads: dict[str, SourceRead], name: str, kind: str) -> str:
@@ -228,8 +201,8 @@ def projection_merge(
         )
     )
     removals = lost.select(*map(col, names)).withColumn(OP, F.lit("D"))
-    re_added = _copies(kept.filter(F.col(MULT) > 0), F.col(MULT), names)
-    added = _copies(typed.filter(F.col(MULT) > 0), F.col(MULT), names)
+    re_added = copies(kept.filter(F.col(MULT) > 0), F.col(MULT), names)
+    added = copies(typed.filter(F.col(MULT) > 0), F.col(MULT), names)
     inserts = re_added.unionAll(added).withColumn(OP, F.lit("I"))
     removals.unionAll(inserts).localCheckpoint().createOrReplaceTempView(MERGE_SOURCE)
     columns = ", ".join(map(quote_name, names))
@@ -249,7 +222,7 @@ def gained_rows(changes: DataFrame, schema: StructType) -> DataFrame:
     typed = changes.select(
         *[col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields], F.col(MULT)
     )
-    return _copies(typed, F.col(MULT), names)
+    return copies(typed, F.col(MULT), names)
 
 
 # Spark's settings for evaluating expressions without generating and compiling code.

@@ -1,5 +1,5 @@
-"""The SQL a dynamic table's plan needs: its query over other relations (sources as of a version,
-their changes), with the plan's hidden columns, and an aggregate's rows before grouping."""
+"""The SQL a dynamic table's operators need: its query over other relations (sources as of a
+version, their changes), restricted to keys, and an aggregate's rows before grouping."""
 
 from __future__ import annotations
 
@@ -10,14 +10,8 @@ from pyspark.sql.types import DataType
 from sqlglot import exp
 
 from lake_assets.core import names
-from lake_assets.dynamic_tables.plan import (
-    AGGREGATE,
-    KEYED,
-    ROWS,
-    Plan,
-    key_name,
-    nested_set_operation,
-)
+from lake_assets.dynamic_tables.folds import Aggregate
+from lake_assets.dynamic_tables.shapes import nested_set_operation
 from lake_assets.sql.binding import table_references
 from lake_assets.sql.types import same
 
@@ -39,23 +33,12 @@ def rewrite(query: exp.Expr, relation: Callable[[int, str], str]) -> str:
     return copy.sql(dialect="spark")
 
 
-def with_hidden(plan: Plan, query: exp.Expr) -> exp.Expr:
-    """The query with the hidden state columns appended (aggregates' state, keyed queries'
-    keys)."""
-    if not isinstance(query, exp.Select):
-        return query
-    if plan.shape == KEYED:
-        keys = [exp.alias_(key.copy(), key_name(index)) for index, key in plan.keys]
-        return query.copy().select(*keys, copy=False)
-    if plan.shape != AGGREGATE:
-        return query
-    select = query.copy()
-    extra = [exp.alias_(exp.Count(this=exp.Star()), ROWS)]
-    extra += [exp.alias_(agg, name) for a in plan.aggregates for name, agg in a.hidden()]
-    return select.select(*extra, copy=False)
-
-
 ROW_MARK = names.hidden("row")
+
+
+def key_name(index: int) -> str:
+    """Hidden column: a keyed query's key `index`, kept with each of its rows."""
+    return names.hidden(f"key_{index}")
 
 
 def key_column(position: int) -> str:
@@ -66,13 +49,17 @@ def argument_column(slot: str) -> str:
     return names.hidden(f"a_{slot}")
 
 
-def pre_aggregation(plan: Plan) -> exp.Select:
+def pre_aggregation(
+    select: exp.Select,
+    keys: Sequence[tuple[int, exp.Expr]],
+    aggregates: Sequence[Aggregate],
+) -> exp.Select:
     """The rows an aggregate reads: its keys and aggregate arguments, before grouping."""
-    select = plan.branches[0].copy()
-    columns = [exp.alias_(key.copy(), key_column(p)) for p, key in plan.keys]
+    select = select.copy()
+    columns = [exp.alias_(key.copy(), key_column(p)) for p, key in keys]
     columns += [
         exp.alias_(a.argument.copy(), argument_column(a.slot))
-        for a in plan.aggregates
+        for a in aggregates
         if a.argument is not None
     ]
     # Only COUNT(*) without GROUP BY reads no column: each row still counts.

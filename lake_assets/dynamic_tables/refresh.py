@@ -34,13 +34,13 @@ from lake_assets.core.log_check import ensure_log_intact
 from lake_assets.core.spark_errors import translate_spark_error
 from lake_assets.dynamic_tables.choosing import compiled, estimate, why_full
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
-from lake_assets.dynamic_tables.hidden_tables import STAGES, write_stages
 from lake_assets.dynamic_tables.incremental import (
     SourceRead,
     incremental_conf,
 )
-from lake_assets.dynamic_tables.plan import TOP_N, Plan, classify, runnable
-from lake_assets.dynamic_tables.ranked import write_top
+from lake_assets.dynamic_tables.lowering import classify, runnable
+from lake_assets.dynamic_tables.operators.base import Plan
+from lake_assets.dynamic_tables.operators.stage import STAGES, write_stages
 from lake_assets.dynamic_tables.refreshes import (
     REFRESH_MARKER,
     REFRESHES,
@@ -49,7 +49,7 @@ from lake_assets.dynamic_tables.refreshes import (
     RefreshState,
     RefreshTrigger,
 )
-from lake_assets.dynamic_tables.writing import Phases, Write, write_full, write_incremental
+from lake_assets.dynamic_tables.writing import Phases, Write
 from lake_assets.sql.grammar import Grammar
 from lake_assets.sql.statements import Query
 from lake_assets.tables.engine import enable_change_tracking
@@ -119,6 +119,16 @@ def query_of(entry: DynamicTableEntry, catalog: Catalog) -> exp.Expr:
 
 def plan_of(entry: DynamicTableEntry, catalog: Catalog) -> Plan:
     return classify(query_of(entry, catalog))
+
+
+def untracked(catalog: Catalog, entry: DynamicTableEntry) -> list[str]:
+    """The tables the dynamic table reads whose change tracking is off."""
+    relations = {name: catalog.relation(name) for name in entry.sources}
+    return [
+        name
+        for name, relation in relations.items()
+        if isinstance(relation, TableEntry) and not relation.change_tracking
+    ]
 
 
 def record_skipped(
@@ -217,12 +227,9 @@ def _refresh(
         else row_count(spark, entry.location, dt_version)
     )
     plan = plan_of(entry, catalog)
-    enabled = []
-    for name in entry.sources:
-        relation = catalog.relation(name)
-        if isinstance(relation, TableEntry) and not relation.change_tracking:
-            enable_change_tracking(spark, catalog, name)
-            enabled.append(name)
+    enabled = untracked(catalog, entry)
+    for name in enabled:
+        enable_change_tracking(spark, catalog, name)
     consumed = previous["sources"] if previous else {}
     reads = [
         source_read(spark, name, catalog.stored(name), consumed.get(name), index)
@@ -238,26 +245,34 @@ def _refresh(
         phases.end("plan")
         return _outcome(record, phases)
     sizes = estimate(spark, catalog, reads)
-    reason = why_full(entry, plan, reads, previous is None, enabled, full, sizes)
+    reason = why_full(
+        entry,
+        plan,
+        initial=previous is None,
+        untracked=enabled,
+        full=full,
+        reads=reads,
+        estimate=sizes,
+    )
     metadata = new_record(
         REFRESH_MARKER,
         trigger=trigger,
         start=start,
         sources={read.name: [read.location, read.version] for read in reads},
     )
-    job = Write(spark, entry, plan, plan.runs, reads, fence, metadata, phases, rows_before)
+    job = Write(
+        spark, entry, plan.stateful, plan.hidden, reads, fence, metadata, phases, rows_before
+    )
     phases.end("plan")
     if any(plan.all_stages()):
-        job, restaged = _staged(job, previous, full)
+        job, restaged = _staged(job, plan, previous, full)
         reason = reason or restaged
     commit = None
     if reason is None:
         try:
             conf = incremental_conf(spark, compiled(plan, sizes, rows_before))
             with session_conf(spark, conf):
-                commit = (
-                    write_top(job, full=False) if plan.shape == TOP_N else write_incremental(job)
-                )
+                commit = plan.write(job, full=False)
         except Exception as error:
             if not _feed_gone(error):
                 raise
@@ -265,7 +280,7 @@ def _refresh(
             reason = f"the change data feed could not be read: {first}"
     if commit is None:
         metadata.update(mode=RefreshMode.FULL, reason=reason)
-        commit = _write(job, full=True)
+        commit = plan.write(job, full=True)
     failpoints.reached(REFRESH_AFTER_COMMIT)
     if plan.hidden != entry.hidden:
         entry = catalog.update(
@@ -280,16 +295,18 @@ def _refresh(
     return _outcome(record, phases)
 
 
-def _staged(job: Write, previous: dict[str, Any] | None, full: bool) -> tuple[Write, str | None]:
+def _staged(
+    job: Write, plan: Plan, previous: dict[str, Any] | None, full: bool
+) -> tuple[Write, str | None]:
     """The stages brought up to date first (see hidden_tables), and the refresh's job reading
     them too; why it recomputes when a stage is new to it."""
     consumed = (previous or {}).get(STAGES, {})
     try:
-        staged = write_stages(job, consumed, full)
+        staged = write_stages(job, plan, consumed, full)
     except Exception as error:
         if full or not _feed_gone(error):
             raise
-        staged = write_stages(job, consumed, full=True)  # a stage's sources' feed is gone
+        staged = write_stages(job, plan, consumed, full=True)  # a stage's sources' feed is gone
     job.metadata[STAGES] = {read.name: [read.location, read.version] for read in staged}
     job.phases.end("stages")
     anew = any(read.previous is None for read in staged)
@@ -316,14 +333,6 @@ def _outcome(record: RefreshRecord, phases: Phases | None = None) -> RefreshOutc
         record.error_message,
         phases.seconds if phases else {},
     )
-
-
-def _write(job: Write, full: bool) -> Commit:
-    """By the plan: a top-N's ranked rows first and then its top (see ranked), any other's
-    query."""
-    if job.plan.shape == TOP_N:
-        return write_top(job, full)
-    return write_full(job) if full else write_incremental(job)
 
 
 def _record_from_commit(

@@ -176,6 +176,16 @@ def _derived_problem(derived: exp.Subquery) -> str | None:
     )
 
 
+def nested_set_operation(query: exp.Expr) -> bool:
+    """A set operation in parentheses inside another (`A EXCEPT (B INTERSECT C)`)."""
+    return (
+        isinstance(query, exp.Subquery)
+        and isinstance(query.this, exp.SetOperation)
+        and not query.alias
+        and isinstance(query.parent, exp.SetOperation)
+    )
+
+
 def outer_join(join: exp.Join) -> bool:
     """Outer, semi and anti joins: a joined row's presence depends on other rows."""
     return bool(join.side) or join.kind not in ("", "INNER", "CROSS")

@@ -1,5 +1,5 @@
 """A refresh's write: the table's change applied in one fenced commit that carries the
-refresh's record (incrementally, by the plan's shape), or the query's whole result."""
+refresh's record, or the query's whole result (its difference from the table's rows)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 from sqlglot import exp
 
@@ -18,22 +17,16 @@ from lake_assets.core.commits import Fence, committing, fenced_write
 from lake_assets.core.delta import MATERIALIZE_SOURCE_CONF, Commit
 from lake_assets.core.errors import LakeError
 from lake_assets.dynamic_tables import pruning
-from lake_assets.dynamic_tables.aggregate import aggregate_merge
-from lake_assets.dynamic_tables.delta_rule import row_changes as result_changes
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.incremental import (
-    MULT,
     SourceRead,
-    col,
     full_result,
     gained_rows,
     projection_merge,
     register_sources,
     table_at,
 )
-from lake_assets.dynamic_tables.keyed import keyed_changes
-from lake_assets.dynamic_tables.plan import AGGREGATE, KEYED, Plan
-from lake_assets.dynamic_tables.refreshes import RefreshMode
+from lake_assets.dynamic_tables.netting import difference
 from lake_assets.sql.types import holds_map
 
 # Where tests kill this process to prove crash safety (LAKE_FAILPOINT=<name>).
@@ -58,13 +51,14 @@ class Phases:
 
 @dataclass(frozen=True)
 class Write:
-    """One refresh's write: what it reads, its fence (with the table version it starts from)
-    and its record."""
+    """One refresh's write: the table, the query with its state columns (`stateful`, whose
+    hidden columns are `hidden`), what it reads, its fence (with the table version it starts
+    from) and its record."""
 
     spark: SparkSession
     entry: DynamicTableEntry
-    plan: Plan
-    query: exp.Expr
+    stateful: exp.Expr
+    hidden: tuple[str, ...]
     reads: list[SourceRead]
     fence: Fence
     metadata: dict[str, Any]
@@ -75,6 +69,18 @@ class Write:
     @property
     def dt_version(self) -> int:
         return self.fence.version
+
+    @property
+    def by_name(self) -> dict[str, SourceRead]:
+        return {read.name: read for read in self.reads}
+
+    @property
+    def visible(self) -> list[str]:
+        return [c.name for c in self.entry.columns]
+
+    def held(self) -> DataFrame:
+        """The table's rows at the version the refresh starts from."""
+        return table_at(self.spark, self.entry.location, self.dt_version)
 
     def committed(self, write: Callable[[], object]) -> Commit:
         """Run `write` as the refresh's one commit (carrying its record, fenced against a
@@ -100,29 +106,6 @@ class Write:
         return commit
 
 
-def write_incremental(job: Write) -> Commit:
-    spark, entry, plan = job.spark, job.entry, job.plan
-    job.metadata["mode"] = RefreshMode.INCREMENTAL
-    register_sources(spark, job.reads, changes=True)
-    by_name = {read.name: read for read in job.reads}
-    schema = table_at(spark, entry.location, job.dt_version).schema
-    visible = [c.name for c in entry.columns]
-    if plan.shape == AGGREGATE:
-        merge = aggregate_merge(
-            spark, plan, job.query, by_name, entry.location, job.dt_version, schema, visible
-        )
-        return job.committed(lambda: spark.sql(merge).collect())
-    # Computed once, here: the emptiness check, the pruning ranges and the MERGE source read it.
-    if plan.shape == KEYED:
-        keyed = keyed_changes(
-            spark, plan, job.query, by_name, entry.location, job.dt_version, schema
-        )
-        changes = keyed.localCheckpoint()
-    else:
-        changes = result_changes(spark, plan.branches, by_name, visible).localCheckpoint()
-    return write_changes(job, changes, schema)
-
-
 def write_changes(job: Write, changes: DataFrame, schema: StructType) -> Commit:
     """Rows gained and lost (`changes`, netted, with MULT) in the refresh's one commit: a MERGE,
     or an append when rows are only gained."""
@@ -139,9 +122,8 @@ def write_full(job: Write, only_differences: bool = True) -> Commit:
     `only_differences` written (see write_difference), or replacing them all (as when an earlier
     version laid out other state columns)."""
     register_sources(job.spark, job.reads, changes=False)
-    names = [c.name for c in job.entry.columns] + list(job.plan.hidden)
-    by_name = {read.name: read for read in job.reads}
-    result = full_result(job.spark, job.plan, job.query, by_name, names)
+    names = job.visible + list(job.hidden)
+    result = full_result(job.spark, job.stateful, job.by_name, names)
     return write_difference(job, result) if only_differences else write_rows(job, result)
 
 
@@ -150,21 +132,12 @@ def write_difference(job: Write, rows: DataFrame) -> Commit:
     (added or removed), so that a reader of its changes sees the net difference alone. They
     are written whole when the table is empty, and replace its rows when its state columns were
     laid out for another plan or a column holds a MAP (which Spark cannot group)."""
-    held = table_at(job.spark, job.entry.location, job.dt_version)
-    relaid = job.plan.hidden != job.entry.hidden
+    held = job.held()
+    relaid = job.hidden != job.entry.hidden
     maps = any(holds_map(field.dataType) for field in held.schema.fields)
     if relaid or maps or job.rows_before == 0:
         return write_rows(job, rows)
-    names = held.columns
-    changes = (
-        rows.toDF(*names)
-        .withColumn(MULT, F.lit(1))
-        .unionAll(held.withColumn(MULT, F.lit(-1)))
-        .groupBy(*map(col, names))
-        .agg(F.sum(MULT).alias(MULT))
-        .filter(F.col(MULT) != 0)
-        .localCheckpoint()
-    )
+    changes = difference(rows, held, held.columns).localCheckpoint()
     return write_changes(job, changes, held.schema)
 
 
@@ -173,6 +146,6 @@ def write_rows(job: Write, frame: DataFrame) -> Commit:
     job.metadata["replaced_rows"] = job.rows_before
     writer = frame.write.format("delta").mode("overwrite")
     writer = writer.option("maxRecordsPerFile", pruning.ROWS_PER_FILE)
-    if job.plan.hidden != job.entry.hidden:
+    if job.hidden != job.entry.hidden:
         writer = writer.option("overwriteSchema", "true")
     return job.committed(lambda: writer.save(job.entry.location))

@@ -12,7 +12,7 @@ from lake_assets.dynamic_tables.choosing import (
     why_full,
 )
 from lake_assets.dynamic_tables.entry import DynamicTableEntry, RefreshModeChoice
-from lake_assets.dynamic_tables.plan import classify
+from lake_assets.dynamic_tables.lowering import classify
 
 SUMMARY = "SELECT category, COUNT(*) AS n, MIN(dt) AS first FROM sales GROUP BY category"
 JOINED = "SELECT s.id, c.region FROM sales s JOIN customers c ON s.customer = c.id"
@@ -37,7 +37,7 @@ def auto_reason(estimate: Estimate) -> str | None:
     entry = DynamicTableEntry("d", "/tmp/d", (), JOINED, ("sales", "customers"), ())
     assert entry.refresh_mode is RefreshModeChoice.AUTO
     plan = classify(sqlglot.parse_one(JOINED, read="spark"))
-    return why_full(entry, plan, [], False, [], False, estimate)
+    return why_full(entry, plan, initial=False, untracked=[], reads=[], estimate=estimate)
 
 
 def test_auto_recomputes_large_sources_when_applying_the_change_reads_as_much() -> None:

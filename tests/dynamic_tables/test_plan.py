@@ -6,12 +6,36 @@ import pytest
 import sqlglot
 
 from lake_assets.dynamic_tables.keys import join_key
-from lake_assets.dynamic_tables.plan import AGGREGATE, KEYED, PROJECTION, ROWS, TOP_N, classify
+from lake_assets.dynamic_tables.lowering import classify
+from lake_assets.dynamic_tables.operators.aggregate import ROWS, Aggregate
+from lake_assets.dynamic_tables.operators.base import Plan
+from lake_assets.dynamic_tables.operators.recompute import RecomputeByKey
+from lake_assets.dynamic_tables.operators.rows import Rows
+from lake_assets.dynamic_tables.operators.top_n import TopN
 from lake_assets.dynamic_tables.stages import VALUE
 
+PROJECTION, AGGREGATE, KEYED, TOP_N = Rows, Aggregate, RecomputeByKey, TopN
 
-def plan(sql: str):
+
+def plan(sql: str) -> Plan:
     return classify(sqlglot.parse_one(sql, read="spark"))
+
+
+def root_of(found: Plan) -> type | None:
+    """The root operator's class, or None when the plan refreshes FULL."""
+    return None if found.reason else type(found.tree)
+
+
+def branches(found: Plan) -> list[sqlglot.exp.Select]:
+    """The SELECTs whose rows the root reads."""
+    root = found.root
+    if isinstance(root, Aggregate):
+        return [root.select]
+    if isinstance(root, RecomputeByKey) and root.keys:
+        assert isinstance(root.query, sqlglot.exp.Select)
+        return [root.query]
+    each = root.touched if isinstance(root, RecomputeByKey) else root.branches
+    return [branch.select for branch in each]
 
 
 @pytest.mark.parametrize(
@@ -44,7 +68,7 @@ def plan(sql: str):
 )
 def test_incremental_shapes(sql: str, shape: str) -> None:
     found = plan(sql)
-    assert (found.shape, found.reason) == (shape, None)
+    assert (root_of(found), found.reason) == (shape, None)
 
 
 @pytest.mark.parametrize(
@@ -60,8 +84,8 @@ def test_incremental_shapes(sql: str, shape: str) -> None:
 def test_set_operations_are_keyed_by_their_rows(sql: str) -> None:
     """Each branch's changes give the rows to recompute: no key expressions, no hidden columns."""
     found = plan(sql)
-    assert (found.shape, found.reason, found.keys, found.hidden) == (KEYED, None, (), ())
-    assert len(found.branches) == sql.count("SELECT")
+    assert (root_of(found), found.reason, found.root.keys, found.hidden) == (KEYED, None, (), ())
+    assert len(branches(found)) == sql.count("SELECT")
 
 
 @pytest.mark.parametrize(
@@ -105,7 +129,7 @@ def test_set_operations_are_keyed_by_their_rows(sql: str) -> None:
 )
 def test_full_shapes_say_why(sql: str, reason: str) -> None:
     found = plan(sql)
-    assert found.shape is None
+    assert root_of(found) is None
     assert reason in found.reason
 
 
@@ -132,8 +156,8 @@ def test_full_shapes_say_why(sql: str, reason: str) -> None:
 )
 def test_keyed_shapes_recompute_by_their_key(sql: str, keys: list[str]) -> None:
     found = plan(sql)
-    assert (found.shape, found.reason) == (KEYED, None)
-    assert [key.sql(dialect="spark") for _, key in found.keys] == keys
+    assert (root_of(found), found.reason) == (KEYED, None)
+    assert [key.sql(dialect="spark") for _, key in found.root.keys] == keys
     assert found.hidden == tuple(f"__lake_key_{i}" for i in range(len(keys)))
 
 
@@ -189,8 +213,8 @@ def test_outer_semi_and_anti_joins_change_by_their_join_key(
     """Each source gives the join keys its changed rows touch from its own column; the rows of
     those keys are recomputed, and the query above (any shape) takes their change."""
     found = plan(sql)
-    assert (found.shape, found.reason) == (shape, None)
-    joined = join_key(found.branches[0])
+    assert (root_of(found), found.reason) == (shape, None)
+    joined = join_key(branches(found)[0])
     assert joined is not None
     assert joined.expression.sql(dialect="spark") == key
     assert [c.sql(dialect="spark") for c in joined.columns.values()] == columns
@@ -207,10 +231,10 @@ def test_items_combining_aggregates_fold_each_aggregate_in_a_value_column() -> N
     assert found.hidden == (
         ROWS, "__lake_v_1_0", "__lake_v_1_1", "__lake_nn_1_1", "__lake_sum_1_1",
     )  # fmt: skip
-    assert [(p, e.sql(dialect="spark")) for p, e in found.expressions] == [
+    assert [(p, e.sql(dialect="spark")) for p, e in found.root.expressions] == [
         (1, "2 * `__lake_v_1_0` + `__lake_v_1_1`")
     ]
-    assert plan("SELECT a, a || COUNT(*) AS n FROM t GROUP BY a").shape == KEYED
+    assert root_of(plan("SELECT a, a || COUNT(*) AS n FROM t GROUP BY a")) == KEYED
 
 
 def test_top_n_ranks_the_query_without_its_order_and_limit() -> None:
@@ -218,9 +242,9 @@ def test_top_n_ranks_the_query_without_its_order_and_limit() -> None:
         "SELECT cat, SUM(amount) AS s FROM src GROUP BY cat "
         "ORDER BY s DESC, 1, MAX(qty) NULLS FIRST LIMIT 3 OFFSET 1"
     )
-    assert (found.shape, found.reason) == (TOP_N, None)
-    top, ranked = found.ranking
-    assert ranked.shape == AGGREGATE
+    assert (root_of(found), found.reason) == (TOP_N, None)
+    top, ranked = found.root.ranking, found.root.ranked
+    assert root_of(ranked) == AGGREGATE
     assert top.rows.sql(dialect="spark") == (
         "SELECT cat, SUM(amount) AS s, MAX(qty) AS __lake_order_0 FROM src GROUP BY cat"
     )
@@ -244,7 +268,7 @@ def test_top_n_ranks_the_query_without_its_order_and_limit() -> None:
 )
 def test_top_n_that_stays_full_says_why(sql: str, reason: str) -> None:
     found = plan(sql)
-    assert found.shape is None
+    assert root_of(found) is None
     assert reason in (found.reason or "")
 
 
@@ -253,16 +277,16 @@ def test_a_derived_table_with_a_key_is_recomputed_for_the_keys_a_change_touches(
         "SELECT n, COUNT(*) AS k FROM (SELECT t.a, COUNT(u.b) FROM t LEFT JOIN u ON t.a = u.a "
         "GROUP BY t.a) AS d (a, n) GROUP BY n"
     )
-    assert (found.shape, found.reason) == (AGGREGATE, None)
+    assert (root_of(found), found.reason) == (AGGREGATE, None)
 
 
 def test_not_in_keeps_spark_s_null_aware_anti_join_and_keys_its_table() -> None:
     found = plan(
         "SELECT t.a, COUNT(*) AS n FROM t WHERE t.k NOT IN (SELECT u.k FROM u) GROUP BY t.a"
     )
-    assert (found.shape, found.reason) == (AGGREGATE, None)
-    assert "NOT t.k IN (SELECT u.k FROM u)" in found.branches[0].sql(dialect="spark")
-    key = join_key(found.branches[0])
+    assert (root_of(found), found.reason) == (AGGREGATE, None)
+    assert "NOT t.k IN (SELECT u.k FROM u)" in branches(found)[0].sql(dialect="spark")
+    key = join_key(branches(found)[0])
     assert key is not None
     assert (key.expression.sql(dialect="spark"), key.null_aware) == ("t.k", frozenset({"u"}))
 
@@ -272,8 +296,8 @@ def test_a_subquery_tied_by_in_on_another_column_touches_the_keys_it_lets_throug
         "SELECT s.name FROM s WHERE s.k IN (SELECT ps.k FROM ps WHERE ps.p IN "
         "(SELECT p.p FROM p WHERE p.name LIKE 'forest%'))"
     )
-    assert (found.shape, found.reason) == (PROJECTION, None)
-    key = join_key(found.branches[0])
+    assert (root_of(found), found.reason) == (PROJECTION, None)
+    key = join_key(branches(found)[0])
     assert key is not None
     assert sorted(key.columns) == ["ps", "s"]
     assert key.scopes["p"].sql(dialect="spark") == (
@@ -287,8 +311,8 @@ def test_an_uncorrelated_scalar_subquery_in_a_keyed_where_is_a_parameter() -> No
         "WHERE c.bal > (SELECT AVG(c2.bal) FROM c c2 WHERE c2.bal > 0) "
         "AND NOT EXISTS (SELECT * FROM o WHERE o.k = c.k)) AS c GROUP BY c.region"
     )
-    assert (found.shape, found.reason) == (AGGREGATE, None)
-    key = join_key(found.branches[0])
+    assert (root_of(found), found.reason) == (AGGREGATE, None)
+    key = join_key(branches(found)[0])
     assert key is not None
     (parameter,) = key.parameters
     assert (key.expression.sql(dialect="spark"), parameter.aliases) == ("c.k", {"c2"})
@@ -301,18 +325,18 @@ def test_an_uncorrelated_scalar_subquery_in_a_keyed_where_is_a_parameter() -> No
 def stages_of(sql: str) -> list[tuple[str, tuple[str, ...], str]]:
     """Each stage's shape, columns and query, in the order they refresh."""
     return [
-        (stage.plan.shape or "FULL", stage.columns, stage.plan.runs.sql(dialect="spark"))
+        (root_of(stage.plan) or "FULL", stage.columns, stage.plan.query.sql(dialect="spark"))
         for stage in plan(sql).all_stages()
     ]
 
 
 def test_an_uncorrelated_scalar_without_a_key_is_a_one_row_stage_joined_to_every_row() -> None:
     found = plan("SELECT t.a FROM t WHERE t.v > (SELECT AVG(u.v) FROM u)")
-    assert (found.shape, found.reason) == (PROJECTION, None)
+    assert (root_of(found), found.reason) == (PROJECTION, None)
     ((shape, columns, query),) = stages_of("SELECT t.a FROM t WHERE t.v > (SELECT AVG(u.v) FROM u)")
     assert (shape, columns, query) == (AGGREGATE, (VALUE,), f"SELECT AVG(u.v) AS {VALUE} FROM u")
     (stage,) = found.stages
-    assert found.runs.sql(dialect="spark") == (
+    assert found.query.sql(dialect="spark") == (
         f"SELECT t.a FROM t CROSS JOIN {stage.name} AS __lake_scalar_0 "
         f"WHERE t.v > __lake_scalar_0.{VALUE}"
     )
@@ -325,7 +349,7 @@ def test_a_having_with_a_scalar_filters_its_groups_kept_in_a_stage() -> None:
         "HAVING SUM(t.v) > (SELECT SUM(u.v) * 0.1 FROM u) AND t.k IS NOT NULL"
     )
     found = plan(sql)
-    assert (found.shape, found.reason) == (PROJECTION, None)
+    assert (root_of(found), found.reason) == (PROJECTION, None)
     (groups, scalar) = stages_of(sql)
     assert groups == (
         AGGREGATE,
@@ -333,7 +357,7 @@ def test_a_having_with_a_scalar_filters_its_groups_kept_in_a_stage() -> None:
         "SELECT t.k AS __lake_c_0, SUM(t.v) AS __lake_c_1 FROM t GROUP BY t.k",
     )
     assert scalar[:2] == (AGGREGATE, (VALUE,))
-    assert found.runs.sql(dialect="spark").endswith(
+    assert found.query.sql(dialect="spark").endswith(
         "WHERE __lake_groups.__lake_c_1 > __lake_scalar_1.__lake_value AND "
         "NOT __lake_groups.__lake_c_0 IS NULL"
     )
@@ -346,7 +370,7 @@ def test_a_derived_table_beside_a_table_and_a_scalar_over_it_are_stages() -> Non
         "SELECT s.k, r.total FROM s, r WHERE s.k = r.no AND r.total = (SELECT MAX(total) FROM r)"
     )
     found = plan(sql)
-    assert (found.shape, found.reason) == (PROJECTION, None)
+    assert (root_of(found), found.reason) == (PROJECTION, None)
     assert [(shape, columns) for shape, columns, _ in stages_of(sql)] == [
         (AGGREGATE, ("no", "total")), (AGGREGATE, (VALUE,)),
     ]  # fmt: skip
@@ -365,7 +389,7 @@ def test_a_derived_table_beside_a_table_and_a_scalar_over_it_are_stages() -> Non
 )  # fmt: skip
 def test_what_no_stage_can_hold_stays_full(sql: str, reason: str) -> None:
     found = plan(sql)
-    assert (found.shape, found.stages) == (None, ())
+    assert (root_of(found), found.stages) == (None, ())
     assert reason in found.reason
 
 
@@ -381,8 +405,8 @@ def test_what_no_stage_can_hold_stays_full(sql: str, reason: str) -> None:
 )
 def test_grouping_sets_are_a_union_all_of_one_stage_per_set(sql: str, sets: int) -> None:
     found = plan(sql)
-    assert (found.shape, found.reason, len(found.stages)) == (PROJECTION, None, sets)
-    assert all(stage.plan.shape == AGGREGATE for stage in found.stages)
+    assert (root_of(found), found.reason, len(found.stages)) == (PROJECTION, None, sets)
+    assert all(root_of(stage.plan) == AGGREGATE for stage in found.stages)
 
 
 def test_a_grouping_set_reads_its_keys_nulls_the_others_and_numbers_grouping() -> None:
@@ -390,7 +414,7 @@ def test_a_grouping_set_reads_its_keys_nulls_the_others_and_numbers_grouping() -
         "SELECT upper(a) AS u, b, SUM(x) AS s, GROUPING_ID() AS g, GROUPING(b) AS gb FROM t "
         "GROUP BY ROLLUP (a, b)"
     )
-    branches = found.runs.sql(dialect="spark").split(" UNION ALL ")
+    branches = found.query.sql(dialect="spark").split(" UNION ALL ")
     groups = "__lake_groups"
     assert [branch.split(" FROM ")[0] for branch in branches] == [
         f"SELECT UPPER({groups}.__lake_k_0) AS u, {groups}.__lake_k_1 AS b, "

@@ -1,5 +1,5 @@
 """Hidden Delta tables inside a dynamic table's folder (Delta and VACUUM leave names starting
-with `_` alone): a top-N's ranked rows (see ranked) and the stages a query reads (see stages).
+with `_` alone): a top-N's ranked rows (see top_n) and the stages a query reads (see stages).
 Each is maintained like a dynamic table by its own plan and carries its own record of the
 source versions it reflects, so a crash between its commit and the table's costs nothing: the
 next refresh starts it from its own record."""
@@ -24,14 +24,14 @@ from lake_assets.core.delta import (
 from lake_assets.core.entries import Column
 from lake_assets.dynamic_tables.incremental import (
     SourceRead,
-    register_sources,
+    schema_of,
     table_at,
     view_or_self,
 )
-from lake_assets.dynamic_tables.plan import Plan, Stage
-from lake_assets.dynamic_tables.queries import references, rewrite, with_hidden
+from lake_assets.dynamic_tables.operators.base import Plan, Stage
+from lake_assets.dynamic_tables.queries import references, rewrite
 from lake_assets.dynamic_tables.refreshes import REFRESH_MARKER, RefreshMode
-from lake_assets.dynamic_tables.writing import Phases, Write, write_full, write_incremental
+from lake_assets.dynamic_tables.writing import Phases, Write, write_full
 from lake_assets.tables.engine import create_delta_table
 
 STAGES_FOLDER = "_lake_stages"
@@ -50,8 +50,7 @@ def hidden_write(
     version laid it out otherwise), fenced on it, reading the sources its query names from the
     versions its last record names up to the refresh's."""
     spark, entry = job.spark, job.entry
-    query = plan.runs
-    read_names = {table.name.lower() for table in references(query)}
+    read_names = {table.name.lower() for table in references(plan.query)}
     reads = [read for read in job.reads if read.name in read_names]
     hidden = replace(
         entry,
@@ -75,16 +74,16 @@ def hidden_write(
         sources={read.name: [read.location, read.version] for read in reads},
         mode=RefreshMode.FULL,
     )
-    return Write(spark, hidden, plan, query, reads, fence, metadata, job.phases)
+    return Write(spark, hidden, plan.stateful, plan.hidden, reads, fence, metadata, job.phases)
 
 
-def bring_up(rows: Write, full: bool) -> int:
+def bring_up(rows: Write, plan: Plan, full: bool) -> int:
     """The hidden table at the versions the refresh reads: in full when `full` or when it has
     no record of its sources yet, from their changes when they changed; its version then."""
     if full or any(read.previous is None for read in rows.reads):
         return write_full(rows, only_differences=False).version
     if any(read.changed for read in rows.reads):
-        return write_incremental(rows).version
+        return plan.write(rows, full=False).version
     return rows.dt_version
 
 
@@ -103,10 +102,7 @@ def _prepare(
         if table_at(spark, location, latest_version(spark, location)).columns == names:
             return
         remove_location(location)
-    register_sources(spark, reads, changes=False)
-    by_name = {read.name: read for read in reads}
-    sql = rewrite(with_hidden(plan, plan.runs), lambda _, name: view_or_self(by_name, name, "new"))
-    fields = spark.sql(sql).schema.fields
+    fields = schema_of(spark, plan.stateful, reads)
     definitions = [
         f"{quote_name(name)} {field.dataType.simpleString()}"
         for name, field in zip(names, fields, strict=True)
@@ -128,17 +124,17 @@ def stage_location(location: str, stage: Stage) -> str:
     return f"{location.rstrip('/')}/{STAGES_FOLDER}/{stage.name}_{digest}"
 
 
-def write_stages(job: Write, consumed: dict[str, list], full: bool) -> list[SourceRead]:
+def write_stages(job: Write, plan: Plan, consumed: dict[str, list], full: bool) -> list[SourceRead]:
     """Bring every stage of the plan up to the versions the refresh reads, each after the
     stages it reads; their reads for the query, from the versions `consumed` (the last
     refresh's record) names."""
     reads = list(job.reads)
     staged: list[SourceRead] = []
-    for stage in job.plan.all_stages():
+    for stage in plan.all_stages():
         location = stage_location(job.entry.location, stage)
         own = replace(job, reads=reads, phases=Phases())  # the refresh counts them as "stages"
         rows = hidden_write(own, location, list(stage.columns), stage.plan, feed=True)
-        version = bring_up(rows, full)
+        version = bring_up(rows, stage.plan, full)
         failpoints.reached(STAGE_AFTER_COMMIT)
         previous = previous_version(consumed.get(stage.name), location)
         read = SourceRead(stage.name, location, stage.columns, version, previous, len(reads))
@@ -152,5 +148,5 @@ def stage_views(spark: SparkSession, plan: Plan, reads: list[SourceRead]) -> Non
     so that the query's columns are known before any stage is."""
     by_name = {read.name: read for read in reads}
     for stage in plan.all_stages():
-        sql = rewrite(stage.plan.runs, lambda _, name: view_or_self(by_name, name, "new"))
+        sql = rewrite(stage.plan.query, lambda _, name: view_or_self(by_name, name, "new"))
         spark.sql(sql).createOrReplaceTempView(stage.name)
