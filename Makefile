@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export DAGSTER_HOME := $(CURDIR)/dagster_home
 
-.PHONY: install jars demo test lint dev clean
+.PHONY: install jars demo test unit lint dev clean
 
 $(BIN)/lake: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,11 @@ TEST_WORKERS ?= 3
 
 test: jars lint
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal
+
+# The tests that need no Spark, server or other process (marked `unit` in tests/conftest.py): the
+# analyses of queries, grammars, the catalog on SQLite, sensors … in well under a minute.
+unit: install
+	$(BIN)/pytest -m unit -n 0 -p no:randomly -q
 
 lint: install
 	$(BIN)/ruff check .

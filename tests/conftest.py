@@ -43,7 +43,32 @@ LONGEST = (
 )
 
 
+# Fixtures that start a JVM, a server or another process. A test asking for one, or for a fixture
+# built on one (`lake` and every fixture over `spark` or `deploy_env`: pytest's closure of a
+# test's fixtures holds them all), is no unit test.
+STARTS_PROCESSES = frozenset({
+    "spark", "spark_cluster", "s3_endpoint", "postgres_url", "kafka_broker",
+    "sales_home", "connect_url", "spark_remote", "holder", "other_process", "workers",
+})  # fmt: skip
+# Parameters of fixtures that ask for one of those only when given that parameter.
+STARTS_PROCESSES_WITH = frozenset({("location", "postgres")})
+
+
+def _starts_processes(item: pytest.Item) -> bool:
+    """Whether the test needs a JVM, a server or another process: `make unit` leaves it out."""
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params if callspec is not None else {}
+    return bool(
+        STARTS_PROCESSES & set(getattr(item, "fixturenames", ()))
+        or any(params.get(name) == value for name, value in STARTS_PROCESSES_WITH)
+        or item.get_closest_marker("slow")  # a test that starts a process itself
+    )
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if not _starts_processes(item):
+            item.add_marker(pytest.mark.unit)
     place = {path: index for index, path in enumerate(LONGEST)}
     ordered = sorted(items, key=lambda item: place.get(item.nodeid.split("::")[0], len(LONGEST)))
     longest = [item for item in ordered if item.nodeid.split("::")[0] in place]

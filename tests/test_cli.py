@@ -14,6 +14,9 @@ import pytest
 from lake_assets.core.catalog import Catalog
 from lake_assets.tables.entry import TableEntry
 
+# Each test starts a process of its own: not a unit test (see tests/conftest.py).
+pytestmark = pytest.mark.slow
+
 SALES_SOURCE_SQL = Path(__file__).parent / "data" / "sales_source.sql"
 
 

@@ -118,6 +118,7 @@ def start_code_server(lake: LakeSession, tmp_path: Path) -> tuple[subprocess.Pop
     return process, workspace, log
 
 
+@pytest.mark.slow
 def test_a_generation_that_fails_to_load_leaves_the_last_one_serving(
     lake: LakeSession, tmp_path: Path
 ) -> None:
@@ -155,6 +156,7 @@ def test_a_generation_that_fails_to_load_leaves_the_last_one_serving(
     assert not link.parent.exists()
 
 
+@pytest.mark.slow
 def test_ctrl_c_then_the_supervisors_sigterm_still_leave_nothing_behind(
     lake: LakeSession, tmp_path: Path
 ) -> None:

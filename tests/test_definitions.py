@@ -69,6 +69,7 @@ def run_python(home: Path, code: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_loading_the_code_location_starts_no_jvm(home: Path) -> None:
     loaded = run_python(
         home,
@@ -83,6 +84,7 @@ def test_loading_the_code_location_starts_no_jvm(home: Path) -> None:
     print(f"definitions loaded in {loaded.stderr.strip()} s")
 
 
+@pytest.mark.slow
 def test_dagster_validates_the_definitions(home: Path) -> None:
     env = {**os.environ, "LAKE_HOME": str(home), "DAGSTER_HOME": str(home)}
     dagster = Path(sys.executable).with_name("dagster")

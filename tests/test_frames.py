@@ -359,6 +359,7 @@ def test_create_builds_a_session_on_the_projects_spark_resource(
     assert session.spark is spark  # the process's JVM session, as the resource builds it
 
 
+@pytest.mark.slow
 def test_the_session_module_loads_no_dagster() -> None:
     code = (
         "import sys\n"

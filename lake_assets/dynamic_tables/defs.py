@@ -13,6 +13,9 @@ from dagster import (
     DataVersion,
     DefaultScheduleStatus,
     Definitions,
+    FloatMetadataValue,
+    IntMetadataValue,
+    JsonMetadataValue,
     MaterializeResult,
     MetadataValue,
     ScheduleDefinition,
@@ -74,7 +77,11 @@ def _failed_upstream(instance: DagsterInstance, entry: DynamicTableEntry) -> str
     return None
 
 
-def _metadata(outcome: RefreshOutcome, entry: DynamicTableEntry) -> dict:
+# What a refresh's materialization says of it: numbers Dagster plots, texts it shows.
+_Metadata = dict[str, str | int | FloatMetadataValue | IntMetadataValue | JsonMetadataValue]
+
+
+def _metadata(outcome: RefreshOutcome, entry: DynamicTableEntry) -> _Metadata:
     return {
         # Dagster stores metadata as text and numbers, not enums.
         "refresh_mode": str(outcome.mode or ""),
@@ -123,7 +130,7 @@ def dynamic_table_asset(entry: DynamicTableEntry) -> AssetsDefinition:
     )
     def refresh_dynamic_table(
         context: AssetExecutionContext, spark: DeltaSparkResource, catalog: CatalogResource
-    ) -> Iterator[MaterializeResult]:
+    ) -> Iterator[MaterializeResult[None]]:
         lake = catalog.catalog
         trigger = _trigger(context)
         failed = _failed_upstream(context.instance, entry)

@@ -11,9 +11,10 @@ from sqlglot import exp
 from lake_assets.core.results import Result
 from lake_assets.dynamic_tables.choosing import auto_rule
 from lake_assets.dynamic_tables.entry import RefreshModeChoice
-from lake_assets.dynamic_tables.lowering import classify, notes
+from lake_assets.dynamic_tables.lowering import classify
 from lake_assets.dynamic_tables.operators.base import Operator
 from lake_assets.dynamic_tables.operators.described import described
+from lake_assets.dynamic_tables.rewrites import notes
 
 COLUMNS = ["operator", "refresh"]
 _INDENT = "  "

@@ -1,8 +1,7 @@
-"""What an incremental refresh reads and writes: each source as read now and as last read, its
-change data feed as a signed bag of rows (+1 inserted, -1 deleted, netted per row; the delta
-rule over them is delta_rule's), a projection's MERGE of the rows it gains and loses, and the
-Spark settings of small incremental plans. Aggregates fold the rows into their groups
-(aggregate), keyed results recompute the keys a change touches (keyed)."""
+"""What an incremental refresh reads: each source as read now and as last read, its change data
+feed as a signed bag of rows (+1 inserted, -1 deleted, netted per row; the operators' rules
+read them, see operators), the schema a query has over them, and the Spark settings of small
+incremental plans."""
 
 from __future__ import annotations
 
@@ -11,23 +10,17 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructField, StructType
+from pyspark.sql.types import StructField
 from sqlglot import exp
 
-from lake_assets.core.delta import commits_from, delta_ref, quote_name
+from lake_assets.core.delta import commits_from, quote_name
 from lake_assets.core.delta import row_changes as delta_row_changes
 from lake_assets.core.names import hidden
-from lake_assets.dynamic_tables import pruning
 from lake_assets.dynamic_tables.netting import MULT, col, copies, free_name, netted
 from lake_assets.dynamic_tables.queries import rewrite
 from lake_assets.sql.types import same
 
-OP = hidden("op")
 _CDF_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
-MERGE_SOURCE = hidden("merge")
-# Lost rows up to this many values are broadcast to the read counting their copies, instead of
-# shuffling the (pruned) table: about 20 MB. Incremental plans are static (no adaptive execution).
-_BROADCAST_CELLS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -164,65 +157,6 @@ def null_safe(left: str, right: str, fields: list[StructField]) -> str:
 
 def table_at(spark: SparkSession, location: str, version: int) -> DataFrame:
     return spark.read.format("delta").option("versionAsOf", version).load(location)
-
-
-def projection_merge(
-    spark: SparkSession, location: str, version: int, changes: DataFrame, schema: StructType
-) -> str | None:
-    """Register the MERGE source for a projection's row changes; return the MERGE, or None
-    when only rows are gained (then appending `gained_rows` is the cheaper write)."""
-    names = [field.name for field in schema.fields]
-    typed = changes.select(
-        *[col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields], F.col(MULT)
-    )
-    lost = typed.filter(F.col(MULT) < 0)
-    lost_rows = lost.count()
-    if lost_rows == 0:
-        return None
-    wanted = lost.select(*map(col, names))
-    if lost_rows * len(names) <= _BROADCAST_CELLS:
-        wanted = F.broadcast(wanted)
-    where = pruning.ranges(lost, schema.fields)
-    current = table_at(spark, location, version)
-    if where is not None:
-        current = current.where(where.sql())
-    counts = (
-        current.alias("t")
-        .join(wanted.alias("l"), on=F.expr(null_safe("t", "l", schema.fields)), how="left_semi")
-        .groupBy(*map(col, names))
-        .agg(F.count(F.lit(1)).alias(hidden("have")))
-    )
-    kept = (
-        lost.alias("l")
-        .join(counts.alias("c"), on=F.expr(null_safe("l", "c", schema.fields)), how="left")
-        .select(
-            *[F.col(f"l.{quote_name(c)}").alias(c) for c in names],
-            (F.coalesce(F.col(f"c.{hidden('have')}"), F.lit(0)) + F.col(f"l.{MULT}")).alias(MULT),
-        )
-    )
-    removals = lost.select(*map(col, names)).withColumn(OP, F.lit("D"))
-    re_added = copies(kept.filter(F.col(MULT) > 0), F.col(MULT), names)
-    added = copies(typed.filter(F.col(MULT) > 0), F.col(MULT), names)
-    inserts = re_added.unionAll(added).withColumn(OP, F.lit("I"))
-    removals.unionAll(inserts).localCheckpoint().createOrReplaceTempView(MERGE_SOURCE)
-    columns = ", ".join(map(quote_name, names))
-    values = ", ".join(f"s.{quote_name(c)}" for c in names)
-    pruned = f"{where.sql('t')} AND " if where is not None else ""
-    return (
-        f"MERGE INTO {delta_ref(location)} AS t USING {MERGE_SOURCE} AS s "
-        f"ON s.{OP} = 'D' AND {pruned}{null_safe('t', 's', schema.fields)} "
-        f"WHEN MATCHED THEN DELETE "
-        f"WHEN NOT MATCHED AND s.{OP} = 'I' THEN INSERT ({columns}) VALUES ({values})"
-    )
-
-
-def gained_rows(changes: DataFrame, schema: StructType) -> DataFrame:
-    """The rows to append when a projection only gains rows."""
-    names = [field.name for field in schema.fields]
-    typed = changes.select(
-        *[col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields], F.col(MULT)
-    )
-    return copies(typed, F.col(MULT), names)
 
 
 # Spark's settings for evaluating expressions without generating and compiling code.

@@ -10,7 +10,6 @@ why; parts of a query that cannot be maintained where they stand become stages."
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
 from dataclasses import replace
 
 from sqlglot import exp
@@ -27,69 +26,21 @@ from lake_assets.dynamic_tables.operators.branches import Branch, branch
 from lake_assets.dynamic_tables.operators.described import described
 from lake_assets.dynamic_tables.operators.recompute import RecomputeByKey
 from lake_assets.dynamic_tables.operators.rows import rows
-from lake_assets.dynamic_tables.operators.top_n import TopN
+from lake_assets.dynamic_tables.operators.top_n import TopN, ranked_column
 from lake_assets.dynamic_tables.queries import key_rows, pre_aggregation
+from lake_assets.dynamic_tables.rewrites import Columns, runnable
 from lake_assets.dynamic_tables.shapes import (
-    derived_table,
     keyed_keys,
     nested_set_operation,
     select_problem,
 )
-from lake_assets.dynamic_tables.stages import staged
-from lake_assets.dynamic_tables.subqueries import (
-    decorrelated,
-    distinct_aliases,
-    inlined,
-    merged,
-    qualified,
-)
+from lake_assets.dynamic_tables.stages import stage_name, staged
 from lake_assets.dynamic_tables.top import top_n
 
-ORDER_IGNORED = "ORDER BY is ignored: a table's rows have no order; sort when you query it"
 
-
-def _only_sorts(query: exp.Expr) -> bool:
-    """ORDER BY without LIMIT or OFFSET keeps every row: it only sorts."""
-    args = query.args
-    return bool(args.get("order")) and not args.get("limit") and not args.get("offset")
-
-
-def without_order(query: exp.Expr) -> exp.Expr:
-    """The query a dynamic table runs: a table has no order, so an ORDER BY that only sorts
-    goes."""
-    if _only_sorts(query):
-        query = query.copy()
-        query.set("order", None)
-    return query
-
-
-def runnable(query: exp.Expr, columns: Mapping[str, Collection[str]] | None = None) -> exp.Expr:
-    """The query a dynamic table runs: its CTEs inlined, without an ORDER BY that only sorts, a
-    derived table that only projects merged into it, its conditions' columns qualified by their
-    tables (`columns`: the sources' columns by table name), its subqueries' tables under aliases
-    of their own, and the subqueries of its WHERE that are semi or anti joins written as joins;
-    a derived table it reads is made runnable the same way."""
-    query = qualified(merged(without_order(inlined(query))), columns or {})
-    query = decorrelated(distinct_aliases(query))
-    derived = derived_table(query) if isinstance(query, exp.Select) else None
-    if derived is not None and isinstance(derived.this, exp.Select):
-        copy = query.copy()
-        assert isinstance(copy, exp.Select), "a copy of a SELECT"
-        inner = derived_table(copy)
-        assert inner is not None, "the copy reads the same derived table"
-        inner.set("this", runnable(derived.this, columns))
-        return copy
-    return query
-
-
-def notes(query: exp.Expr) -> tuple[str, ...]:
-    """What a dynamic table does with its definition that its text does not say."""
-    return (ORDER_IGNORED,) if _only_sorts(query) else ()
-
-
-def classify(query: exp.Expr, columns: Mapping[str, Collection[str]] | None = None) -> Plan:
-    """The incremental plan of a query as it runs (see runnable), its parts staged when it
-    cannot be maintained whole (see stages), or a FULL plan that says why."""
+def classify(query: exp.Expr, columns: Columns | None = None) -> Plan:
+    """The incremental plan of a query as it runs (see rewrites.runnable), its parts staged
+    when it cannot be maintained whole (see stages), or a FULL plan that says why."""
     query = runnable(query, columns)
     lowered = _lowered(query)
     if isinstance(lowered, Root):
@@ -105,7 +56,7 @@ def _staged_plan(query: exp.Expr) -> Plan | None:
     stages = []
     for name, part in found.parts:
         plan = classify(part)
-        if plan.reason or isinstance(plan.tree, TopN):
+        if plan.reason:
             return None
         stages.append(Stage(name, plan, tuple(part.named_selects)))
     outer = classify(found.query)
@@ -126,7 +77,10 @@ def _lowered(query: exp.Expr) -> Root | str:
         if ranked.reason:
             return f"{ranked.reason} (the rows ORDER BY … LIMIT ranks)"
         order = ", ".join(term.sql(dialect="spark") for term in query.args["order"].expressions)
-        return TopN(top, ranked, order)
+        assert isinstance(top.rows, exp.Query), "a top-N ranks the rows of a query"
+        items = len(top.rows.named_selects) - len(top.hidden)
+        columns = (*map(ranked_column, range(items)), *top.hidden)
+        return TopN(top, Stage(stage_name(top.rows), ranked, columns), order)
     if isinstance(query, exp.SetOperation):
         return _set_operation(query)
     if not isinstance(query, exp.Select):

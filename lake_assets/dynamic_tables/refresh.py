@@ -13,14 +13,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from pyspark.sql import SparkSession
 from sqlglot import exp
 
 from lake_assets.core import failpoints
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.commits import Fence, decode, fence_at, new_record
+from lake_assets.core.commits import Fence, decode, fence_at
 from lake_assets.core.delta import (
     Commit,
     latest_version,
@@ -38,17 +37,20 @@ from lake_assets.dynamic_tables.incremental import (
     SourceRead,
     incremental_conf,
 )
-from lake_assets.dynamic_tables.lowering import classify, runnable
+from lake_assets.dynamic_tables.lowering import classify
 from lake_assets.dynamic_tables.operators.base import Plan
-from lake_assets.dynamic_tables.operators.stage import STAGES, write_stages
+from lake_assets.dynamic_tables.operators.stage import write_stages
 from lake_assets.dynamic_tables.refreshes import (
     REFRESH_MARKER,
     REFRESHES,
+    Read,
+    RefreshCommit,
     RefreshMode,
     RefreshRecord,
     RefreshState,
     RefreshTrigger,
 )
+from lake_assets.dynamic_tables.rewrites import runnable
 from lake_assets.dynamic_tables.writing import Phases, Write
 from lake_assets.sql.grammar import Grammar
 from lake_assets.sql.statements import Query
@@ -113,7 +115,7 @@ def source_columns(catalog: Catalog, sources: Iterable[str]) -> dict[str, list[s
 
 
 def query_of(entry: DynamicTableEntry, catalog: Catalog) -> exp.Expr:
-    """The query a refresh runs (see plan.runnable)."""
+    """The query a refresh runs (see rewrites.runnable)."""
     return runnable(definition_of(entry), source_columns(catalog, entry.sources))
 
 
@@ -197,11 +199,11 @@ def source_read(
     spark: SparkSession,
     name: str,
     relation: StoredRelation,
-    previous: list[Any] | None,
+    previous: Read | None,
     index: int,
 ) -> SourceRead:
     version = latest_version(spark, relation.location)
-    last = previous[1] if previous and previous[0] == relation.location else None
+    last = previous.of(relation.location) if previous else None
     columns = (
         tuple(c.name for c in relation.columns) if isinstance(relation, DynamicTableEntry) else None
     )
@@ -230,7 +232,7 @@ def _refresh(
     enabled = untracked(catalog, entry)
     for name in enabled:
         enable_change_tracking(spark, catalog, name)
-    consumed = previous["sources"] if previous else {}
+    consumed = previous.sources if previous else {}
     reads = [
         source_read(spark, name, catalog.stored(name), consumed.get(name), index)
         for index, name in enumerate(entry.sources)
@@ -254,11 +256,8 @@ def _refresh(
         reads=reads,
         estimate=sizes,
     )
-    metadata = new_record(
-        REFRESH_MARKER,
-        trigger=trigger,
-        start=start,
-        sources={read.name: [read.location, read.version] for read in reads},
+    metadata = RefreshCommit(
+        trigger, start, {read.name: Read(read.location, read.version) for read in reads}
     )
     job = Write(
         spark, entry, plan.stateful, plan.hidden, reads, fence, metadata, phases, rows_before
@@ -279,14 +278,14 @@ def _refresh(
             first = str(error).strip().splitlines()[0][:300]
             reason = f"the change data feed could not be read: {first}"
     if commit is None:
-        metadata.update(mode=RefreshMode.FULL, reason=reason)
+        metadata.mode, metadata.reason = RefreshMode.FULL, reason
         commit = plan.write(job, full=True)
     failpoints.reached(REFRESH_AFTER_COMMIT)
     if plan.hidden != entry.hidden:
         entry = catalog.update(
             DynamicTableEntry, entry.name, lambda stored: replace(stored, hidden=plan.hidden)
         )
-    record = _record_from_commit(entry.name, commit, metadata=None)
+    record = _record_from_commit(entry.name, commit, None)
     record = replace(record, end_time=now_utc(), duration=time.monotonic() - clock)
     REFRESHES.record(catalog, record)
     rows_after = rows_before + (record.rows_inserted or 0) - (record.rows_deleted or 0)
@@ -296,18 +295,18 @@ def _refresh(
 
 
 def _staged(
-    job: Write, plan: Plan, previous: dict[str, Any] | None, full: bool
+    job: Write, plan: Plan, previous: RefreshCommit | None, full: bool
 ) -> tuple[Write, str | None]:
-    """The stages brought up to date first (see hidden_tables), and the refresh's job reading
+    """The stages brought up to date first (see operators.stage), and the refresh's job reading
     them too; why it recomputes when a stage is new to it."""
-    consumed = (previous or {}).get(STAGES, {})
+    consumed = previous.stages if previous else {}
     try:
         staged = write_stages(job, plan, consumed, full)
     except Exception as error:
         if full or not _feed_gone(error):
             raise
         staged = write_stages(job, plan, consumed, full=True)  # a stage's sources' feed is gone
-    job.metadata[STAGES] = {read.name: [read.location, read.version] for read in staged}
+    job.metadata.stages = {read.name: Read(read.location, read.version) for read in staged}
     job.phases.end("stages")
     anew = any(read.previous is None for read in staged)
     reason = "the parts of its query kept in hidden tables are new: read whole" if anew else None
@@ -335,35 +334,34 @@ def _outcome(record: RefreshRecord, phases: Phases | None = None) -> RefreshOutc
     )
 
 
-def _record_from_commit(
-    name: str, commit: Commit, metadata: dict[str, Any] | None
-) -> RefreshRecord:
+def _record_from_commit(name: str, commit: Commit, record: RefreshCommit | None) -> RefreshRecord:
     """The history row of a refresh commit, from what the commit itself carries."""
-    metadata = metadata or decode(commit.user_metadata, REFRESH_MARKER)
-    assert metadata is not None
+    if record is None:
+        decoded = decode(commit.user_metadata, REFRESH_MARKER)
+        assert decoded is not None, "a refresh's commit carries its record"
+        record = RefreshCommit.from_json(decoded)
     inserted, updated, deleted = row_changes(commit.operation or "", commit.operation_metrics) or (
         0, 0, 0,
     )  # fmt: skip
-    if "replaced_rows" in metadata:  # every row was replaced (see writing.write_rows)
-        inserted, deleted = inserted, metadata["replaced_rows"]
+    if record.replaced_rows is not None:  # every row was replaced (see writing.write_rows)
+        inserted, deleted = inserted, record.replaced_rows
     else:
         inserted, deleted = inserted + updated, deleted + updated
     end = commit.timestamp
     end_text = end.isoformat(timespec="milliseconds")
-    started = datetime.fromisoformat(metadata["start"])
+    started = datetime.fromisoformat(record.start)
     duration = (end.replace(tzinfo=started.tzinfo) - started).total_seconds()
+    assert record.mode is not None, "a committed refresh has a mode"
     return RefreshRecord(
-        metadata["tag"], name, RefreshState.SUCCEED,
-        RefreshMode(metadata["mode"]), RefreshTrigger(metadata["trigger"]), metadata["start"],
-        end_text, max(duration, 0.0),
-        {source: version for source, (_, version) in metadata["sources"].items()},
-        inserted, deleted, None, metadata.get("reason"), commit.version,
+        record.tag, name, RefreshState.SUCCEED, record.mode, record.trigger, record.start,
+        end_text, max(duration, 0.0), record.versions, inserted, deleted, None, record.reason,
+        commit.version,
     )  # fmt: skip
 
 
 def _reconcile(
     spark: SparkSession, catalog: Catalog, entry: DynamicTableEntry
-) -> tuple[dict[str, Any] | None, Fence]:
+) -> tuple[RefreshCommit | None, Fence]:
     """The last refresh committed as of the table's current version, by its record (re-indexed
     if the index missed it), and the fence of a refresh that starts from both: it holds against
     every refresh that committed since, whatever else committed too."""
@@ -373,8 +371,9 @@ def _reconcile(
     fence, found = fence_at(spark, entry.location, app_id, REFRESH_MARKER, version)
     if found is None:
         return None, fence
-    commit, metadata = found
-    REFRESHES.record(catalog, _record_from_commit(entry.name, commit, metadata))
+    commit, decoded = found
+    record = RefreshCommit.from_json(decoded)
+    REFRESHES.record(catalog, _record_from_commit(entry.name, commit, record))
     if entry.version != version:
         catalog.record_table_state(entry, version, row_count(spark, entry.location, version))
-    return metadata, fence
+    return record, fence

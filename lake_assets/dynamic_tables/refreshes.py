@@ -3,7 +3,9 @@ that committed nothing, is recorded alone) and is indexed here for SHOW REFRESH 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 import sqlalchemy as sa
@@ -37,6 +39,81 @@ class RefreshTrigger(StrEnum):
     MANUAL = "MANUAL"
     SCHEDULED = "SCHEDULED"
     UPSTREAM = "UPSTREAM"
+
+
+@dataclass(frozen=True)
+class Read:
+    """A table a refresh read (a source, or a stage's hidden table), and the version it read."""
+
+    location: str
+    version: int
+
+    def of(self, location: str) -> int | None:
+        """The version read, if the table read is the one at `location` (not one replaced)."""
+        return self.version if self.location == location else None
+
+
+@dataclass
+class RefreshCommit:
+    """The record a refresh's commit carries (its userMetadata): the versions it reflects, from
+    which the next refresh starts, and what it did. Filled in as the refresh decides."""
+
+    trigger: RefreshTrigger
+    start: str
+    sources: dict[str, Read]
+    tag: str = field(default_factory=lambda: uuid.uuid4().hex)
+    mode: RefreshMode | None = None
+    reason: str | None = None
+    # Set when every row was replaced: how many the table held before.
+    replaced_rows: int | None = None
+    stages: dict[str, Read] = field(default_factory=dict)
+
+    @property
+    def versions(self) -> dict[str, int]:
+        return {name: read.version for name, read in self.sources.items()}
+
+    def to_json(self) -> dict[str, object]:
+        """The commit's userMetadata: keys of fields not set are left out."""
+        record: dict[str, object] = {
+            REFRESH_MARKER: 1,
+            "tag": self.tag,
+            "trigger": str(self.trigger),
+            "start": self.start,
+            "sources": _reads_json(self.sources),
+        }
+        optional = {"mode": self.mode, "reason": self.reason, "replaced_rows": self.replaced_rows}
+        record.update({key: value for key, value in optional.items() if value is not None})
+        if self.stages:
+            record["stages"] = _reads_json(self.stages)
+        return record
+
+    @classmethod
+    def from_json(cls, record: Mapping[str, object]) -> RefreshCommit:
+        mode, reason, replaced = (
+            record.get("mode"),
+            record.get("reason"),
+            record.get("replaced_rows"),
+        )
+        return cls(
+            RefreshTrigger(str(record["trigger"])),
+            str(record["start"]),
+            _reads(record["sources"]),
+            str(record["tag"]),
+            RefreshMode(str(mode)) if mode else None,
+            str(reason) if reason is not None else None,
+            int(str(replaced)) if replaced is not None else None,
+            _reads(record.get("stages", {})),
+        )
+
+
+def _reads_json(reads: dict[str, Read]) -> dict[str, list[str | int]]:
+    return {name: [read.location, read.version] for name, read in reads.items()}
+
+
+def _reads(record: object) -> dict[str, Read]:
+    """Reads as a record keeps them: name → [location, version]."""
+    assert isinstance(record, dict), "a refresh record's reads are an object"
+    return {str(name): Read(str(read[0]), int(read[1])) for name, read in record.items()}
 
 
 @dataclass(frozen=True)

@@ -120,7 +120,7 @@ def derived_table(select: exp.Select) -> exp.Subquery | None:
 
 def by_join_key(select: exp.Select) -> bool:
     """Whether the select's change is its rows of the keys a change touches (see
-    delta_rule.signed_rows) rather than the delta rule's over inner joins."""
+    operators.branches) rather than the delta rule's over inner joins."""
     return has_subqueries(select) or any(map(outer_join, select.args.get("joins") or []))
 
 
@@ -142,7 +142,7 @@ def _lateral_problem(select: exp.Select) -> str | None:
 
 def _from_problem(select: exp.Select) -> str | None:
     """Inner joins of plain tables change by the delta rule; outer, semi and anti joins by
-    their join key (see delta_rule.signed_rows), so every table must be equal on one."""
+    their join key (see operators.branches), so every table must be equal on one."""
     from_ = select.args.get("from_") or select.args.get("from")
     if from_ is None:
         return "a query without FROM is refreshed in full"

@@ -1,8 +1,9 @@
 """Parts of a query that the rest reads as tables of their own (stages): a derived table beside
-other tables, an uncorrelated scalar subquery in a WHERE (an aggregate without GROUP BY: exactly
-one row, joined to every row), the groups a HAVING with a subquery filters, and the groups of
-each grouping set of a ROLLUP, CUBE or GROUPING SETS (see grouping_sets). Each stage is
-kept in a hidden table maintained by its own plan (see plan.Stage); the query then reads the
+other tables or that is a top-N, an uncorrelated scalar subquery in the WHERE or the SELECT list
+(an aggregate without GROUP BY: exactly one row, joined to every row), the groups a HAVING with
+a subquery filters, and the groups of each grouping set of a ROLLUP, CUBE or GROUPING SETS (see
+grouping_sets). Each stage is kept in a hidden table maintained by its own plan (see
+operators.base.Stage); the query then reads the
 stages as it reads its sources, their change data feeds included, so its own rule holds over
 them: when a scalar moves, the rows it decides otherwise are its change."""
 
@@ -82,14 +83,16 @@ def _read_as(name: str, alias: str) -> exp.Table:
 
 
 def _derived_staged(select: exp.Select, parts: list[tuple[str, exp.Query]]) -> bool:
-    """Derived tables beside other FROM items become stages; False when one's columns have no
-    names of their own to be read by."""
+    """Derived tables beside other FROM items, and a top-N one (ORDER BY … LIMIT), become
+    stages; False when one's columns have no names of their own to be read by."""
     from_ = select.args.get("from_") or select.args.get("from")
     joins = select.args.get("joins") or []
-    if from_ is None or not joins:
+    if from_ is None:
         return True
     for relation in [from_.this, *(join.this for join in joins)]:
         if not isinstance(relation, exp.Subquery) or not isinstance(relation.this, exp.Query):
+            continue
+        if not joins and not relation.this.args.get("limit"):
             continue
         alias = relation.args.get("alias")
         columns = relation.this.named_selects
@@ -146,12 +149,12 @@ def _derived_column(column: exp.Column) -> bool:
 
 
 def _scalars_staged(select: exp.Select, parts: list[tuple[str, exp.Query]]) -> None:
-    """Each scalar subquery of the WHERE becomes a one-row stage joined to every row, and the
-    subquery its value."""
+    """Each scalar subquery of the WHERE and the SELECT list becomes a one-row stage joined to
+    every row, and the subquery its value."""
     where = select.args.get("where")
-    if where is None:
-        return
-    for subquery in list(where.find_all(exp.Subquery)):
+    within = [*select.expressions, *([where] if where is not None else [])]
+    found = [subquery for part in within for subquery in part.find_all(exp.Subquery)]
+    for subquery in found:
         if not _scalar(subquery, select):
             continue
         part = subquery.this.copy()

@@ -4,33 +4,40 @@ refresh's record, or the query's whole result (its difference from the table's r
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from lake_assets.core import failpoints
 from lake_assets.core.commits import Fence, committing, fenced_write
-from lake_assets.core.delta import MATERIALIZE_SOURCE_CONF, Commit
+from lake_assets.core.delta import MATERIALIZE_SOURCE_CONF, Commit, delta_ref, quote_name
 from lake_assets.core.errors import LakeError
+from lake_assets.core.names import hidden
 from lake_assets.dynamic_tables import pruning
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.incremental import (
     SourceRead,
     full_result,
-    gained_rows,
-    projection_merge,
+    null_safe,
     register_sources,
     table_at,
 )
-from lake_assets.dynamic_tables.netting import difference
+from lake_assets.dynamic_tables.netting import MULT, col, copies, difference
+from lake_assets.dynamic_tables.refreshes import RefreshCommit
 from lake_assets.sql.types import holds_map
 
 # Where tests kill this process to prove crash safety (LAKE_FAILPOINT=<name>).
 REFRESH_BEFORE_COMMIT = "refresh-before-commit"
+# A MERGE source's column saying what a row does: "D" deletes, "I" inserts, "U" upserts.
+OP = hidden("op")
+# Lost rows up to this many values are broadcast to the read counting their copies, instead of
+# shuffling the (pruned) table: about 20 MB. Incremental plans are static (no adaptive execution).
+_BROADCAST_CELLS = 2_000_000
 
 
 class Phases:
@@ -61,7 +68,7 @@ class Write:
     hidden: tuple[str, ...]
     reads: list[SourceRead]
     fence: Fence
-    metadata: dict[str, Any]
+    metadata: RefreshCommit
     phases: Phases
     # The table's rows at `fence.version` (what replacing them all removes).
     rows_before: int = 0
@@ -82,20 +89,34 @@ class Write:
         """The table's rows at the version the refresh starts from."""
         return table_at(self.spark, self.entry.location, self.dt_version)
 
+    def merge(self, source: DataFrame, on: str, clauses: str) -> Commit:
+        """The refresh's one commit as a MERGE of `source` (as `s`) into the table (as `t`):
+        the one place a MERGE is built; its source is the caller's value, under a view of its
+        own for the statement's time."""
+        view = hidden(f"merge_{uuid.uuid4().hex[:12]}")
+        source.createOrReplaceTempView(view)
+        table = delta_ref(self.entry.location)
+        statement = f"MERGE INTO {table} AS t USING {view} AS s ON {on} {clauses}"
+        try:
+            return self.committed(lambda: self.spark.sql(statement).collect())
+        finally:
+            self.spark.catalog.dropTempView(view)
+
     def committed(self, write: Callable[[], object]) -> Commit:
         """Run `write` as the refresh's one commit (carrying its record, fenced against a
         concurrent refresh) and return that commit."""
         conf = {MATERIALIZE_SOURCE_CONF: "none"}
 
         def fenced() -> None:
-            with committing(self.spark, self.metadata, self.fence, conf):
+            with committing(self.spark, record, self.fence, conf):
                 failpoints.reached(REFRESH_BEFORE_COMMIT)
                 write()
 
         self.phases.end("changes")
 
         location = self.entry.location
-        commit = fenced_write(self.spark, location, self.metadata, self.fence, fenced)
+        record = self.metadata.to_json()
+        commit = fenced_write(self.spark, location, record, self.fence, fenced)
         self.phases.end("commit")
         if commit is None:
             raise LakeError(
@@ -109,12 +130,69 @@ class Write:
 def write_changes(job: Write, changes: DataFrame, schema: StructType) -> Commit:
     """Rows gained and lost (`changes`, netted, with MULT) in the refresh's one commit: a MERGE,
     or an append when rows are only gained."""
-    spark, location = job.spark, job.entry.location
-    update = projection_merge(spark, location, job.dt_version, changes, schema)
-    if update is not None:
-        return job.committed(lambda: spark.sql(update).collect())
-    gained = gained_rows(changes, schema)
-    return job.committed(lambda: gained.write.format("delta").mode("append").save(location))
+    merged = _rows_merge(job.held(), changes, schema)
+    if merged is None:
+        gained = _gained_rows(changes, schema)
+        location = job.entry.location
+        return job.committed(lambda: gained.write.format("delta").mode("append").save(location))
+    source, on = merged
+    names = ", ".join(quote_name(field.name) for field in schema.fields)
+    values = ", ".join(f"s.{quote_name(field.name)}" for field in schema.fields)
+    inserted = f"WHEN NOT MATCHED AND s.{OP} = 'I' THEN INSERT ({names}) VALUES ({values})"
+    return job.merge(source, on, f"WHEN MATCHED THEN DELETE {inserted}")
+
+
+def _rows_merge(
+    held: DataFrame, changes: DataFrame, schema: StructType
+) -> tuple[DataFrame, str] | None:
+    """The MERGE source and condition that delete the rows lost and insert the rows gained
+    (a lost row's other copies deleted with it are inserted again), or None when rows are only
+    gained (then appending `_gained_rows` is the cheaper write)."""
+    names = [field.name for field in schema.fields]
+    typed = changes.select(
+        *[col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields], F.col(MULT)
+    )
+    lost = typed.filter(F.col(MULT) < 0)
+    lost_rows = lost.count()
+    if lost_rows == 0:
+        return None
+    wanted = lost.select(*map(col, names))
+    if lost_rows * len(names) <= _BROADCAST_CELLS:
+        wanted = F.broadcast(wanted)
+    where = pruning.ranges(lost, schema.fields)
+    current = held
+    if where is not None:
+        current = current.where(where.sql())
+    counts = (
+        current.alias("t")
+        .join(wanted.alias("l"), on=F.expr(null_safe("t", "l", schema.fields)), how="left_semi")
+        .groupBy(*map(col, names))
+        .agg(F.count(F.lit(1)).alias(hidden("have")))
+    )
+    kept = (
+        lost.alias("l")
+        .join(counts.alias("c"), on=F.expr(null_safe("l", "c", schema.fields)), how="left")
+        .select(
+            *[F.col(f"l.{quote_name(c)}").alias(c) for c in names],
+            (F.coalesce(F.col(f"c.{hidden('have')}"), F.lit(0)) + F.col(f"l.{MULT}")).alias(MULT),
+        )
+    )
+    removals = lost.select(*map(col, names)).withColumn(OP, F.lit("D"))
+    re_added = copies(kept.filter(F.col(MULT) > 0), F.col(MULT), names)
+    added = copies(typed.filter(F.col(MULT) > 0), F.col(MULT), names)
+    inserts = re_added.unionAll(added).withColumn(OP, F.lit("I"))
+    pruned = f"{where.sql('t')} AND " if where is not None else ""
+    on = f"s.{OP} = 'D' AND {pruned}{null_safe('t', 's', schema.fields)}"
+    return removals.unionAll(inserts).localCheckpoint(), on
+
+
+def _gained_rows(changes: DataFrame, schema: StructType) -> DataFrame:
+    """The rows to append when a projection only gains rows."""
+    names = [field.name for field in schema.fields]
+    typed = changes.select(
+        *[col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields], F.col(MULT)
+    )
+    return copies(typed, F.col(MULT), names)
 
 
 def write_full(job: Write, only_differences: bool = True) -> Commit:
@@ -143,7 +221,7 @@ def write_difference(job: Write, rows: DataFrame) -> Commit:
 
 def write_rows(job: Write, frame: DataFrame) -> Commit:
     """`frame` replaces the table's rows in the refresh's one commit."""
-    job.metadata["replaced_rows"] = job.rows_before
+    job.metadata.replaced_rows = job.rows_before
     writer = frame.write.format("delta").mode("overwrite")
     writer = writer.option("maxRecordsPerFile", pruning.ROWS_PER_FILE)
     if job.hidden != job.entry.hidden:

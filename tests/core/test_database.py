@@ -155,6 +155,7 @@ def damaged_home(home: Path) -> Path:
     return home
 
 
+@pytest.mark.slow
 def test_a_damaged_catalog_is_one_line_through_lake_sql(damaged_home):
     path = damaged_home / "catalog.db"
     ran = lake(damaged_home, "sql", "-e", "SHOW TABLES")
@@ -167,6 +168,7 @@ def test_a_damaged_catalog_is_one_line_through_lake_sql(damaged_home):
     )
 
 
+@pytest.mark.slow
 def test_catalog_check_lists_the_damage_and_exits_1(damaged_home):
     checked = lake(damaged_home, "catalog", "check")
     assert checked.returncode == 1

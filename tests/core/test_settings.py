@@ -80,6 +80,7 @@ def test_a_relative_lake_home_is_the_working_directorys(env, tmp_path):
     assert built.warehouse_location == str(tmp_path / "lake" / "warehouse")
 
 
+@pytest.mark.slow
 def test_a_warm_server_of_the_lake_home_is_used_by_itself(env, tmp_path):
     """`make dev`'s Spark server announces itself under the lake home; `lake sql` finds it."""
     lake = tmp_path / "dagster_home" / "lake"

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from lake_assets.dynamic_tables.explaining import explain
 from lake_assets.dynamic_tables.grammar import ExplainDynamicTable
+from lake_assets.dynamic_tables.operators.aggregate import Aggregate
 from lake_assets.kinds import parse_statement
 
 AUTO = (
@@ -158,3 +161,12 @@ def test_an_uncorrelated_scalar_subquery_is_shown_as_a_parameter_of_the_filter()
     (parameter,) = [(operator, rule) for operator, rule in rows if "Parameter" in operator]
     assert parameter[0].strip() == "Parameter (SELECT AVG(c2.bal) FROM c AS c2)"
     assert parameter[1].startswith("one value for every row, read now and as last read")
+
+
+def test_explain_prints_the_operators_the_refresh_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """EXPLAIN has no text of its own for an operator: each line is the operator's, so a rule
+    changed in the operator is changed in EXPLAIN."""
+    sql = "EXPLAIN CREATE DYNAMIC TABLE s AS SELECT a, COUNT(*) AS n FROM t GROUP BY a"
+    assert explained(sql)[1] == ("Aggregate GROUP BY a", "groups touched by the change")
+    monkeypatch.setattr(Aggregate, "rule", property(lambda _: "a rule of its own"))
+    assert explained(sql)[1] == ("Aggregate GROUP BY a", "a rule of its own")

@@ -243,7 +243,7 @@ def test_top_n_ranks_the_query_without_its_order_and_limit() -> None:
         "ORDER BY s DESC, 1, MAX(qty) NULLS FIRST LIMIT 3 OFFSET 1"
     )
     assert (root_of(found), found.reason) == (TOP_N, None)
-    top, ranked = found.root.ranking, found.root.ranked
+    top, ranked = found.root.ranking, found.root.ranked.plan
     assert root_of(ranked) == AGGREGATE
     assert top.rows.sql(dialect="spark") == (
         "SELECT cat, SUM(amount) AS s, MAX(qty) AS __lake_order_0 FROM src GROUP BY cat"

@@ -434,3 +434,28 @@ def test_top_n_reads_its_top_from_the_ranked_rows(spark, initial, steps):
         initial,
         steps,
     )
+
+
+@SETTINGS
+@given(initial=INITIAL, steps=BOTH_STEPS)
+@example(initial=BOTH_EXAMPLE[0], steps=BOTH_EXAMPLE[1])
+def test_compositions_of_top_n_derived_tables_and_scalar_subqueries(spark, initial, steps):
+    """Rules composed by the tree: the top rows of a windowed query and of a DISTINCT; a derived
+    table that is a top-N, filtered (a stage holding its own ranked rows); scalar subqueries in
+    the SELECT list and inside CASE (one-row stages joined to every row)."""
+    check_history(
+        spark,
+        {
+            "top_ranked": "SELECT s.id, s.cat, RANK() OVER (PARTITION BY s.cat ORDER BY s.qty) "
+            "AS r FROM src s ORDER BY r, s.id LIMIT 3",
+            "top_distinct": "SELECT DISTINCT s.cat, s.qty FROM src s "
+            "ORDER BY s.qty DESC NULLS LAST, s.cat LIMIT 2",
+            "from_top": "SELECT t.cat, t.amount FROM (SELECT s.cat, s.amount, s.id FROM src s "
+            "ORDER BY s.amount DESC NULLS LAST, s.id LIMIT 2) t WHERE t.amount > 0",
+            "scalars": "SELECT s.id, (SELECT COUNT(*) FROM dim d) AS dims, CASE WHEN (SELECT "
+            "COUNT(*) FROM dim d2) > 2 THEN (SELECT AVG(d3.weight) FROM dim d3) ELSE 0 END AS w "
+            "FROM src s",
+        },
+        initial,
+        steps,
+    )

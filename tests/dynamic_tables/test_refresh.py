@@ -20,7 +20,6 @@ from lake_assets.dynamic_tables.describing import HISTORY_COLUMNS
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.operators import aggregate
 from lake_assets.dynamic_tables.operators.stage import STAGE_AFTER_COMMIT, STAGES_FOLDER
-from lake_assets.dynamic_tables.operators.top_n import RANKED_AFTER_COMMIT, ranked_location
 from lake_assets.dynamic_tables.refresh import REFRESH_AFTER_COMMIT
 from lake_assets.dynamic_tables.refreshes import REFRESHES, RefreshTrigger
 from lake_assets.dynamic_tables.writing import REFRESH_BEFORE_COMMIT
@@ -666,8 +665,9 @@ def killed_between_commits(
 def test_a_top_n_reads_its_ranked_rows_and_survives_a_crash_between_its_two_commits(
     spark: SparkSession, summary: LakeSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The ranked rows commit first, with their own record: killed before the table's commit,
-    the next refresh finds them already at the new versions and writes only the top."""
+    """The ranked rows are a stage that commits first, with its own record: killed before the
+    table's commit, the next refresh finds them already at the new versions and writes only the
+    top."""
 
     summary.sql(
         "CREATE DYNAMIC TABLE top2 AS SELECT category, SUM(amount) AS total FROM sales_ods "
@@ -677,16 +677,18 @@ def test_a_top_n_reads_its_ranked_rows_and_survives_a_crash_between_its_two_comm
     assert rows(summary, "SELECT * FROM top2 ORDER BY total DESC") == [
         ("Electronics", Decimal("21998.00")), ("Sports", Decimal("2198.00")),
     ]  # fmt: skip
-    ranked = spark.read.format("delta").load(ranked_location(location))
+    (stage,) = (Path(location) / STAGES_FOLDER).iterdir()
+    ranked = spark.read.format("delta").load(str(stage))
     assert ranked.count() == 3  # every group, the top's and the others
-    outcome = killed_between_commits(spark, summary, monkeypatch, "top2", RANKED_AFTER_COMMIT)
+    outcome = killed_between_commits(spark, summary, monkeypatch, "top2", STAGE_AFTER_COMMIT)
     assert (outcome.mode, outcome.rows_inserted, outcome.rows_deleted) == ("INCREMENTAL", 1, 1)
     assert rows(summary, "SELECT * FROM top2 ORDER BY total DESC") == [
         ("Books", Decimal("30999.00")), ("Electronics", Decimal("21998.00")),
     ]  # fmt: skip
     (explained,) = summary.sql("EXPLAIN DYNAMIC TABLE top2")
-    assert [row[0] for row in explained.rows][:3] == [
-        "dynamic table", "Top 2 by total DESC", "  Aggregate GROUP BY category",
+    assert [row[0] for row in explained.rows][:5] == [
+        "dynamic table", "Top 2 by total DESC", "  Scan stage 1", "Stage 1",
+        "  Aggregate GROUP BY category",
     ]  # fmt: skip
     summary.sql("DROP DYNAMIC TABLE top2")
     assert not Path(location).exists()

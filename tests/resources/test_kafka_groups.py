@@ -6,7 +6,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.streams.test_kill import ROOT
+
+# Each test starts a process of its own: not a unit test (see tests/conftest.py).
+pytestmark = pytest.mark.slow
 
 # Run in a process of its own: before the fix it died of SIGSEGV, which would end pytest too.
 NOT_COORDINATOR_ONCE = """

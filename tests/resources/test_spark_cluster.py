@@ -19,6 +19,9 @@ from resources.spark_cluster import Cluster, master_status
 from resources.spark_server import LOOPBACK, free_port, listening, server_url, spawn_server, stop
 from tests.s3_server import aws_env, new_bucket
 
+# Each test starts a process of its own: not a unit test (see tests/conftest.py).
+pytestmark = pytest.mark.slow
+
 DEADLINE_SECONDS = 120.0
 
 

@@ -105,6 +105,7 @@ def test_copy_into_from_a_volume_over_connect_loads_each_file_once(
     assert commit[3] == 2
 
 
+@pytest.mark.slow
 def test_each_resource_has_its_own_session(connect_url: str, tmp_path: Path) -> None:
     settings = LakeSettings(lake_home=tmp_path, spark_remote=connect_url)
     first, second = (DeltaSparkResource.from_settings(settings) for _ in range(2))

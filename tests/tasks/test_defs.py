@@ -341,6 +341,7 @@ def test_a_source_commit_requests_the_task_through_the_streams_sensor(
     assert ticks.at(START + timedelta(seconds=10)).total_requested == 0
 
 
+@pytest.mark.slow
 def test_loading_tasks_into_the_code_location_starts_no_jvm(tmp_path: Path) -> None:
     Catalog(tmp_path / "catalog.db").add(
         TaskEntry(

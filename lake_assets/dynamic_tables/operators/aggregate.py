@@ -10,20 +10,18 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, StructField, StructType
+from pyspark.sql.types import DataType, StructType
 from sqlglot import exp
 
-from lake_assets.core.delta import Commit, delta_ref, quote_name
+from lake_assets.core.delta import Commit, quote_name
 from lake_assets.core.names import hidden
 from lake_assets.dynamic_tables import folds
+from lake_assets.dynamic_tables.by_key import Touched, read_now
 from lake_assets.dynamic_tables.folds import AVG, COUNT_DISTINCT, MAX, MIN, SUM
 from lake_assets.dynamic_tables.incremental import (
-    MERGE_SOURCE,
-    OP,
     SourceRead,
     null_safe,
     only_gained,
-    view_or_self,
 )
 from lake_assets.dynamic_tables.netting import MULT, col
 from lake_assets.dynamic_tables.operators.aggregate_folds import (
@@ -40,11 +38,9 @@ from lake_assets.dynamic_tables.queries import (
     ROW_MARK,
     argument_column,
     key_column,
-    keys_restricted,
     references,
-    rewrite,
 )
-from lake_assets.dynamic_tables.writing import Write
+from lake_assets.dynamic_tables.writing import OP, Write
 from lake_assets.sql.types import same
 
 ROWS = hidden("rows")
@@ -111,8 +107,7 @@ class Aggregate(Root):
         yield from self.branch.lines(depth + 1)
 
     def write(self, job: Write) -> Commit:
-        merge = _merge(self, job)
-        return job.committed(lambda: job.spark.sql(merge).collect())
+        return _merge(self, job)
 
 
 RECOMPUTE_KEYS = hidden("recompute")
@@ -138,9 +133,10 @@ def _only_gained(spark: SparkSession, node: Aggregate, reads: dict[str, SourceRe
     return isinstance(node.branch, InnerJoin) and only_gained(spark, reads.values())
 
 
-def _merge(node: Aggregate, job: Write) -> str:
-    """Register the MERGE source that brings the affected groups up to date; return the MERGE."""
-    spark, reads, location, visible = job.spark, job.by_name, job.entry.location, job.visible
+def _merge(node: Aggregate, job: Write) -> Commit:
+    """One MERGE brings the affected groups up to date: emptied ones deleted, folded and
+    recomputed ones written."""
+    spark, reads, visible = job.spark, job.by_name, job.visible
     held = job.held()
     schema = held.schema
     keys = {key_column(position): visible[position] for position, _ in node.keys}
@@ -164,17 +160,24 @@ def _merge(node: Aggregate, job: Write) -> str:
     updated = state.filter((rows > 0) & ~F.col(_RECOMPUTE)).withColumn(OP, F.lit("U"))
     to_recompute = state.filter(recompute)
     recompute_keys = to_recompute.select(*[col(name).alias(key) for key, name in keys.items()])
-    recompute_keys.createOrReplaceTempView(RECOMPUTE_KEYS)
     merge_columns = [*columns, OP]
     source = removed.select(*merge_columns).unionAll(updated.select(*merge_columns))
     may_recompute = _may_recompute(node, argument_types, _only_gained(spark, node, reads))
     if may_recompute and not to_recompute.isEmpty():
-        key_types = {position: types[visible[position]] for position, _ in node.keys}
-        recomputed = _recomputed_groups(spark, node, reads, columns, key_types)
+        touched = Touched.held(recompute_keys, RECOMPUTE_KEYS)
+        recomputed = _recomputed_groups(spark, node, reads, columns, touched)
         source = source.unionAll(recomputed).localCheckpoint()
-    source.createOrReplaceTempView(MERGE_SOURCE)
     key_fields = [field for field in schema.fields if field.name in keys.values()]
-    return _upsert_sql(location, columns, key_fields)
+    assignments = ", ".join(f"t.{quote_name(c)} = s.{quote_name(c)}" for c in columns)
+    names = ", ".join(map(quote_name, columns))
+    values = ", ".join(f"s.{quote_name(c)}" for c in columns)
+    return job.merge(
+        source,
+        null_safe("t", "s", key_fields),
+        f"WHEN MATCHED AND s.{OP} = 'D' THEN DELETE "
+        f"WHEN MATCHED THEN UPDATE SET {assignments} "
+        f"WHEN NOT MATCHED AND s.{OP} = 'U' THEN INSERT ({names}) VALUES ({values})",
+    )
 
 
 def _group_changes(
@@ -242,27 +245,11 @@ def _recomputed_groups(
     node: Aggregate,
     reads: dict[str, SourceRead],
     columns: list[str],
-    key_types: dict[int, DataType],
+    touched: Touched,
 ) -> DataFrame:
     """The groups no fold could follow, from the query itself, reading only their own rows."""
     keys = [(key_column(position), key) for position, key in node.keys]
-    types = {key_column(position): key_type for position, key_type in key_types.items()}
     restricted = node.stateful(node.select)
     if keys:
-        restricted = keys_restricted(restricted, keys, RECOMPUTE_KEYS, types)
-    sql = rewrite(restricted, lambda _, table: view_or_self(reads, table, "new"))
-    return spark.sql(sql).toDF(*columns).withColumn(OP, F.lit("U"))
-
-
-def _upsert_sql(location: str, columns: list[str], key_fields: list[StructField]) -> str:
-    """One MERGE both drops emptied groups and writes folded ones, so readers see one commit."""
-    assignments = ", ".join(f"t.{quote_name(c)} = s.{quote_name(c)}" for c in columns)
-    names = ", ".join(map(quote_name, columns))
-    values = ", ".join(f"s.{quote_name(c)}" for c in columns)
-    return (
-        f"MERGE INTO {delta_ref(location)} AS t USING {MERGE_SOURCE} AS s "
-        f"ON {null_safe('t', 's', key_fields)} "
-        f"WHEN MATCHED AND s.{OP} = 'D' THEN DELETE "
-        f"WHEN MATCHED THEN UPDATE SET {assignments} "
-        f"WHEN NOT MATCHED AND s.{OP} = 'U' THEN INSERT ({names}) VALUES ({values})"
-    )
+        restricted = touched.restricted(restricted, keys)
+    return read_now(spark, restricted, reads).toDF(*columns).withColumn(OP, F.lit("U"))

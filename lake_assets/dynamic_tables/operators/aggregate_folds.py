@@ -138,7 +138,7 @@ class _Extreme:
     """MIN and MAX fold alike, told apart only by which way their values compare."""
 
     pick: Callable[[SparkColumn], SparkColumn]  # over a group's rows: F.min or F.max
-    combine: Callable[..., SparkColumn]  # across columns: F.least or F.greatest
+    combine: Callable[[SparkColumn, SparkColumn], SparkColumn]  # across: F.least, F.greatest
     reaches: Callable[[SparkColumn, SparkColumn], SparkColumn]  # at or past: <= or >=
 
     def measures(

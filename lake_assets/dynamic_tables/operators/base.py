@@ -159,7 +159,7 @@ class Plan:
         """The refresh's commit: the changes applied by the root, or its whole result."""
         if full:
             return self.tree.write_full(job) if isinstance(self.tree, Root) else write_full(job)
-        job.metadata["mode"] = RefreshMode.INCREMENTAL
+        job.metadata.mode = RefreshMode.INCREMENTAL
         if self.root.reads_changes:
             register_sources(job.spark, job.reads, changes=True)
         return self.root.write(job)

@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from sqlglot import exp
 
 from lake_assets.core.names import hidden
+from lake_assets.dynamic_tables.by_key import Touched, now_less_before
 from lake_assets.dynamic_tables.incremental import (
     SourceRead,
     as_last_read,
@@ -28,7 +29,6 @@ from lake_assets.dynamic_tables.operators.base import Line, Operator
 from lake_assets.dynamic_tables.queries import (
     key_name,
     key_rows,
-    keys_restricted,
     references,
     rewrite,
 )
@@ -204,17 +204,13 @@ class DerivedKey(Branch):
         inner = self.derived.this
         columns = [key_name(position) for position in range(len(self.keys))]
         changed = self.touched.signed_rows(spark, reads, columns, registered, index)
-        touched = reduce(DataFrame.unionAll, changed).select(*map(col, columns)).distinct()
-        touched = touched.localCheckpoint()
-        view = hidden(f"derived_keys_{index}")
-        touched.createOrReplaceTempView(view)
-        types = {field.name: field.dataType for field in touched.schema.fields}
+        keys = reduce(DataFrame.unionAll, changed).select(*map(col, columns))
+        touched = Touched.held(keys, hidden(f"derived_keys_{index}"))
         restricted = self.select.copy()
         within = derived_table(restricted)
         assert within is not None, "the copy reads the same derived table"
-        keys = list(zip(columns, self.keys, strict=True))
-        within.set("this", keys_restricted(inner, keys, view, types))
-        return _now_less_before(spark, restricted, reads, names, registered)
+        within.set("this", touched.restricted(inner, list(zip(columns, self.keys, strict=True))))
+        return now_less_before(spark, restricted, reads, names, registered)
 
 
 def branch(select: exp.Select) -> Branch:
@@ -258,7 +254,7 @@ def _by_join_key(
     rows of that value (and the rows inner-joined to those), so the change is the branch's rows
     of the keys the changed rows reach, now (+1) less as last read (-1)."""
     column = hidden("join_key")
-    touched = [
+    found = [
         keys.toDF(column)
         for number, parameter in enumerate(key.parameters)
         for keys in _decided_otherwise(spark, parameter, reads, registered, f"{index}_{number}")
@@ -276,8 +272,8 @@ def _by_join_key(
             else:
                 scope = key.scopes[alias]
                 sql = _with_changed(spark, scope, alias, kind, others, reads, registered)
-            touched.append(spark.sql(sql).toDF(column))
-    keys = reduce(DataFrame.unionAll, touched)
+            found.append(spark.sql(sql).toDF(column))
+    keys = reduce(DataFrame.unionAll, found)
     aware = [
         table
         for table in references(branch)
@@ -286,18 +282,13 @@ def _by_join_key(
     if aware:
         if _null_keys_changed(spark, key, aware, reads):
             # A NULL among a NOT IN's rows decides every row: all of them are recomputed.
-            return _now_less_before(spark, branch, reads, names, registered)
+            return now_less_before(spark, branch, reads, names, registered)
         # Whether a NOT IN's subquery has rows at all decides the rows whose key is NULL.
         null = F.lit(None).cast(keys.schema.fields[0].dataType).alias(column)
         keys = keys.unionAll(spark.range(1).select(null))
-    keys = keys.distinct().localCheckpoint()
-    view = hidden(f"join_keys_{index}")
-    keys.createOrReplaceTempView(view)
-    restricted = keys_restricted(
-        branch, [(column, key.expression)], view, {column: keys.schema.fields[0].dataType}
-    )
-    assert isinstance(restricted, exp.Select), "a branch is one SELECT"
-    return _now_less_before(spark, restricted, reads, names, registered)
+    touched = Touched.held(keys, hidden(f"join_keys_{index}"))
+    restricted = touched.restricted(branch, [(column, key.expression)])
+    return now_less_before(spark, restricted, reads, names, registered)
 
 
 def _decided_otherwise(
@@ -347,20 +338,6 @@ def _null_keys_changed(
             if not spark.sql(nulls.sql(dialect="spark")).isEmpty():
                 return True
     return False
-
-
-def _now_less_before(
-    spark: SparkSession,
-    query: exp.Select,
-    reads: dict[str, SourceRead],
-    names: list[str],
-    registered: set[str],
-) -> list[DataFrame]:
-    """The query's rows over the sources now (+1) and as the last refresh read them (-1)."""
-
-    now = spark.sql(rewrite(query, lambda _, name: view_or_self(reads, name, "new")))
-    then = spark.sql(rewrite(query, lambda _, name: as_last_read(spark, reads, name, registered)))
-    return [signed(now.toDF(*names), 1), signed(then.toDF(*names), -1)]
 
 
 def _with_changed(

@@ -15,15 +15,14 @@ from sqlglot import exp
 
 from lake_assets.core import names
 from lake_assets.core.delta import Commit
-from lake_assets.dynamic_tables.incremental import null_safe, view_or_self
+from lake_assets.dynamic_tables.by_key import Touched, read_now
+from lake_assets.dynamic_tables.incremental import null_safe
 from lake_assets.dynamic_tables.netting import col, difference
 from lake_assets.dynamic_tables.operators.base import Line, Operator, Root, Step
 from lake_assets.dynamic_tables.operators.branches import ROWWISE, Branch, signed_rows
 from lake_assets.dynamic_tables.operators.rows import items_text, set_rule, set_tree
 from lake_assets.dynamic_tables.queries import (
     key_name,
-    keys_restricted,
-    rewrite,
     rows_restricted,
 )
 from lake_assets.dynamic_tables.writing import Write, write_changes
@@ -99,30 +98,24 @@ class RecomputeByKey(Root):
             columns = held_by = [key_name(index) for index, _ in self.keys]
         else:
             columns, held_by = [key_name(index) for index in range(len(everything))], everything
-        touched = signed_rows(spark, self.touched, reads, columns).select(*columns).distinct()
-        touched = touched.localCheckpoint()
-        touched.createOrReplaceTempView(TOUCHED_KEYS)
-        types = {field.name: field.dataType for field in touched.schema.fields}
+        keys = signed_rows(spark, self.touched, reads, columns).select(*columns)
+        touched = Touched.held(keys, TOUCHED_KEYS)
         restricted = (
-            keys_restricted(
-                self.stateful(self.query),
-                [(key_name(i), key) for i, key in self.keys],
-                TOUCHED_KEYS,
-                types,
+            touched.restricted(
+                self.stateful(self.query), [(key_name(i), key) for i, key in self.keys]
             )
             if self.keys
-            else rows_restricted(self.query, columns, TOUCHED_KEYS, types)
+            else rows_restricted(self.query, columns, touched.view, touched.types)
         )
-        sql = rewrite(restricted, lambda _, table: view_or_self(reads, table, "new"))
         key_fields = [field for field in job.held().schema.fields if field.name in held_by]
         held = (
             job.held()
             .alias("t")
             .join(
-                F.broadcast(touched.toDF(*held_by)).alias("k"),
+                F.broadcast(touched.frame.toDF(*held_by)).alias("k"),
                 on=F.expr(null_safe("t", "k", key_fields)),
                 how="left_semi",
             )
             .select(*map(col, everything))
         )
-        return difference(spark.sql(sql), held, everything)
+        return difference(read_now(spark, restricted, reads), held, everything)

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pyspark.sql import SparkSession
 
 from lake_assets.core import failpoints
-from lake_assets.core.commits import fence_at, new_record
+from lake_assets.core.commits import fence_at
 from lake_assets.core.delta import (
     is_table,
     latest_version,
@@ -24,21 +24,20 @@ from lake_assets.core.delta import (
 from lake_assets.core.entries import Column
 from lake_assets.dynamic_tables.incremental import (
     SourceRead,
+    register_sources,
     schema_of,
     table_at,
     view_or_self,
 )
 from lake_assets.dynamic_tables.operators.base import Plan, Stage
 from lake_assets.dynamic_tables.queries import references, rewrite
-from lake_assets.dynamic_tables.refreshes import REFRESH_MARKER, RefreshMode
+from lake_assets.dynamic_tables.refreshes import REFRESH_MARKER, Read, RefreshCommit, RefreshMode
 from lake_assets.dynamic_tables.writing import Phases, Write, write_full
 from lake_assets.tables.engine import create_delta_table
 
 STAGES_FOLDER = "_lake_stages"
 # Where tests kill this process between a stage's commit and the table's.
 STAGE_AFTER_COMMIT = "stage-after-commit"
-# The record of the stage versions a refresh read, beside its sources'.
-STAGES = "stages"
 _MAPPING = "delta.columnMapping.mode"
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -62,16 +61,12 @@ def hidden_write(
     version = latest_version(spark, location)
     app_id = f"lake-hidden-{location.rstrip('/').rsplit('/', 1)[-1]}"
     fence, found = fence_at(spark, location, app_id, REFRESH_MARKER, version)
-    consumed = found[1]["sources"] if found is not None else {}
-    reads = [
-        replace(read, previous=previous_version(consumed.get(read.name), read.location))
-        for read in reads
-    ]
-    metadata = new_record(
-        REFRESH_MARKER,
-        trigger=job.metadata["trigger"],
-        start=job.metadata["start"],
-        sources={read.name: [read.location, read.version] for read in reads},
+    consumed = RefreshCommit.from_json(found[1]).sources if found is not None else {}
+    reads = [replace(read, previous=_previous_version(consumed, read)) for read in reads]
+    metadata = RefreshCommit(
+        job.metadata.trigger,
+        job.metadata.start,
+        {read.name: Read(read.location, read.version) for read in reads},
         mode=RefreshMode.FULL,
     )
     return Write(spark, hidden, plan.stateful, plan.hidden, reads, fence, metadata, job.phases)
@@ -87,9 +82,10 @@ def bring_up(rows: Write, plan: Plan, full: bool) -> int:
     return rows.dt_version
 
 
-def previous_version(consumed: list | None, location: str) -> int | None:
-    """The version a record says was read of the table at `location`, if it read that one."""
-    return consumed[1] if consumed and consumed[0] == location else None
+def _previous_version(consumed: dict[str, Read], read: SourceRead) -> int | None:
+    """The version a record says was read of the table `read` reads, if it read that one."""
+    last = consumed.get(read.name)
+    return last.of(read.location) if last is not None else None
 
 
 def _prepare(
@@ -124,7 +120,7 @@ def stage_location(location: str, stage: Stage) -> str:
     return f"{location.rstrip('/')}/{STAGES_FOLDER}/{stage.name}_{digest}"
 
 
-def write_stages(job: Write, plan: Plan, consumed: dict[str, list], full: bool) -> list[SourceRead]:
+def write_stages(job: Write, plan: Plan, consumed: dict[str, Read], full: bool) -> list[SourceRead]:
     """Bring every stage of the plan up to the versions the refresh reads, each after the
     stages it reads; their reads for the query, from the versions `consumed` (the last
     refresh's record) names."""
@@ -136,7 +132,8 @@ def write_stages(job: Write, plan: Plan, consumed: dict[str, list], full: bool) 
         rows = hidden_write(own, location, list(stage.columns), stage.plan, feed=True)
         version = bring_up(rows, stage.plan, full)
         failpoints.reached(STAGE_AFTER_COMMIT)
-        previous = previous_version(consumed.get(stage.name), location)
+        last = consumed.get(stage.name)
+        previous = last.of(location) if last is not None else None
         read = SourceRead(stage.name, location, stage.columns, version, previous, len(reads))
         reads.append(read)
         staged.append(read)
@@ -146,6 +143,7 @@ def write_stages(job: Write, plan: Plan, consumed: dict[str, list], full: bool) 
 def stage_views(spark: SparkSession, plan: Plan, reads: list[SourceRead]) -> None:
     """Each stage as a view of its query over the sources now (what it holds once brought up),
     so that the query's columns are known before any stage is."""
+    register_sources(spark, reads, changes=False)
     by_name = {read.name: read for read in reads}
     for stage in plan.all_stages():
         sql = rewrite(stage.plan.query, lambda _, name: view_or_self(by_name, name, "new"))

@@ -1,42 +1,41 @@
 """A top-N (`… ORDER BY o LIMIT n [OFFSET m]`, see top.TopN): which rows make the top depends on
-every other row, so the rows ranked are kept in a hidden table inside the table's folder (see
-stage), maintained by their own plan and brought up to date first; the table's commit writes
-only the rows that entered or left the top."""
+every other row, so the rows ranked are a stage (a hidden table maintained by its own plan and
+brought up to date first, see stage); the table's commit writes only the rows that entered or
+left the top, read from it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 
-from lake_assets.core import failpoints
 from lake_assets.core.delta import Commit
 from lake_assets.core.names import hidden
-from lake_assets.dynamic_tables.operators.base import Operator, Plan, Root, Stage
-from lake_assets.dynamic_tables.operators.stage import bring_up, hidden_write
+from lake_assets.dynamic_tables.incremental import table_at
+from lake_assets.dynamic_tables.operators.base import Line, Root, Stage
 from lake_assets.dynamic_tables.top import TopN as Ranking
 from lake_assets.dynamic_tables.writing import Write, write_difference
 
-RANKED_FOLDER = "_lake_ranked"
-# Where tests kill this process between the ranked rows' commit and the table's.
-RANKED_AFTER_COMMIT = "ranked-after-commit"
 _RANKED_VIEW = hidden("ranked")
 _TOP = (
-    "the rows below are kept in a hidden table; the top rows are read from it, and only rows "
-    "that enter or leave the top are written"
+    "the top rows, read from the rows ranked (a stage); only rows that enter or leave the top "
+    "are written"
 )
 
 
-def ranked_location(location: str) -> str:
-    return f"{location.rstrip('/')}/{RANKED_FOLDER}"
+def ranked_column(position: int) -> str:
+    """The ranked rows' column of the query's item at `position`."""
+    return hidden(f"c_{position}")
 
 
 @dataclass(frozen=True)
 class TopN(Root):
-    """The top rows of `ranked` (the query without its ORDER BY, LIMIT and OFFSET)."""
+    """The top rows of `ranked`: the query without its ORDER BY, LIMIT and OFFSET, whose rows
+    (its items, then the ORDER BY terms it does not select) are a stage."""
 
     ranking: Ranking
-    ranked: Plan
+    ranked: Stage
     order: str
 
     @property
@@ -47,34 +46,28 @@ class TopN(Root):
     def rule(self) -> str:
         return _TOP
 
-    @property
-    def children(self) -> tuple[Operator, ...]:
-        return (self.ranked.tree,)
+    def lines(self, depth: int = 0) -> Iterator[Line]:
+        yield Line(depth, self.label, self.rule)
+        yield Line(depth + 1, f"Scan {self.ranked.name}", "reads the stage as it is now")
 
     @property
     def reads_changes(self) -> bool:
         return False
 
     def stages(self) -> tuple[Stage, ...]:
-        return self.ranked.stages
+        return (self.ranked,)
 
     def write(self, job: Write) -> Commit:
-        return self._write(job, full=False)
+        """Only the rows that entered or left the top, against the stage brought up first."""
+        return write_difference(job, self._top(job))
 
     def write_full(self, job: Write) -> Commit:
-        return self._write(job, full=True)
+        return self.write(job)
 
-    def _write(self, job: Write, full: bool) -> Commit:
-        """Bring the ranked rows to the versions the refresh reads, then write only the rows
-        that entered or left the top."""
-        location = ranked_location(job.entry.location)
-        columns = job.visible + list(self.ranking.hidden)
-        bring_up(hidden_write(job, location, columns, self.ranked), self.ranked, full)
-        failpoints.reached(RANKED_AFTER_COMMIT)
-        return write_difference(job, self._top(job, location))
-
-    def _top(self, job: Write, location: str) -> DataFrame:
-        """The top rows, read from the ranked rows as they are now."""
-        spark = job.spark
-        spark.read.format("delta").load(location).createOrReplaceTempView(_RANKED_VIEW)
-        return spark.sql(self.ranking.top(_RANKED_VIEW, job.visible)).toDF(*job.visible)
+    def _top(self, job: Write) -> DataFrame:
+        """The top rows, read from the ranked rows at the version the refresh brought them to."""
+        read = job.by_name[self.ranked.name]
+        rows = table_at(job.spark, read.location, read.version)
+        rows.createOrReplaceTempView(_RANKED_VIEW)
+        items = [ranked_column(i) for i in range(len(job.visible))]
+        return job.spark.sql(self.ranking.top(_RANKED_VIEW, items)).toDF(*job.visible)

@@ -1,0 +1,67 @@
+"""Recompute by key, the one way a rule re-reads what a change touched: the keys are held under
+a view of their own, a query is restricted to them (before any grouping or window), and it is
+read over the sources as they are now, and as the last refresh read them when the rule needs
+what was there before (the table's own rows are the other "before", see
+operators.recompute)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import DataType
+from sqlglot import exp
+
+from lake_assets.dynamic_tables.incremental import SourceRead, as_last_read, view_or_self
+from lake_assets.dynamic_tables.netting import signed
+from lake_assets.dynamic_tables.queries import keys_restricted, rewrite
+
+
+@dataclass(frozen=True)
+class Touched:
+    """The distinct keys a change touches (a column each), held once under `view`."""
+
+    frame: DataFrame
+    view: str
+
+    @classmethod
+    def held(cls, keys: DataFrame, view: str) -> Touched:
+        """`keys` computed once (the statements that read them do not recompute them)."""
+        frame = keys.distinct().localCheckpoint()
+        frame.createOrReplaceTempView(view)
+        return cls(frame, view)
+
+    @property
+    def types(self) -> dict[str, DataType]:
+        return {field.name: field.dataType for field in self.frame.schema.fields}
+
+    def restricted(self, query: exp.Expr, keys: Sequence[tuple[str, exp.Expr]]) -> exp.Expr:
+        """`query` over only the rows whose keys (column of these keys, expression over the
+        query's rows) are touched."""
+        return keys_restricted(query, keys, self.view, self.types)
+
+
+def read_now(spark: SparkSession, query: exp.Expr, reads: dict[str, SourceRead]) -> DataFrame:
+    """The query over the sources as read now."""
+    return spark.sql(rewrite(query, lambda _, name: view_or_self(reads, name, "new")))
+
+
+def read_before(
+    spark: SparkSession, query: exp.Expr, reads: dict[str, SourceRead], registered: set[str]
+) -> DataFrame:
+    """The query over the sources as the last refresh read them."""
+    return spark.sql(rewrite(query, lambda _, name: as_last_read(spark, reads, name, registered)))
+
+
+def now_less_before(
+    spark: SparkSession,
+    query: exp.Expr,
+    reads: dict[str, SourceRead],
+    names: list[str],
+    registered: set[str],
+) -> list[DataFrame]:
+    """The query's rows now (+1) and as last read (-1), named `names`, not netted."""
+    now = read_now(spark, query, reads).toDF(*names)
+    before = read_before(spark, query, reads, registered).toDF(*names)
+    return [signed(now, 1), signed(before, -1)]
