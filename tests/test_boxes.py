@@ -26,9 +26,10 @@ from lake_assets.frames import Session
 from lake_assets.kinds import parse_statement
 from lake_assets.session import LakeSession
 from lake_assets.volumes.entry import VolumeEntry
+from lake_assets.volumes.stores import open_store
 from resources.secrets import seal, unseal
 from resources.storage import LocalStore, S3Store, local_root, split_location
-from resources.volumes import endpoint_url, open_store
+from resources.volumes import endpoint_url
 from tests.ingest_helpers import local_volume
 
 CANARY = "canary-7f3e9a-never-send-me"

@@ -108,6 +108,16 @@ def translate_spark_error(error: BaseException, locations: Mapping[str, str]) ->
     return LakeError(f"{label}{text}", fix)
 
 
+def as_lake_error(error: Exception, locations: Mapping[str, str]) -> LakeError:
+    """Any failure of a run (a refresh, a task) as the one line it records and raises: Spark's
+    translated, any other its first line (its type's name when it has no text), the whole error
+    left for its cause."""
+    translated = translate_spark_error(error, locations)
+    if translated is not None:
+        return translated
+    return LakeError(next(iter(str(error).splitlines()), type(error).__name__), SEE_THE_CAUSE)
+
+
 # The exceptions Spark's failures reach Python as: a failure inside a write's tasks comes as
 # py4j's Py4JJavaError (Spark's TASK_WRITE_FAILED), not as a PySparkException.
 SPARK_ERRORS: tuple[type[Exception], ...] = (PySparkException, Py4JJavaError)

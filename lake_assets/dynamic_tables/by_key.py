@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql.types import DataType
 from sqlglot import exp
 
-from lake_assets.dynamic_tables.incremental import SourceRead, as_last_read, view_or_self
+from lake_assets.dynamic_tables.incremental import Changes
 from lake_assets.dynamic_tables.netting import signed
 from lake_assets.dynamic_tables.queries import keys_restricted, rewrite
 
@@ -42,26 +42,18 @@ class Touched:
         return keys_restricted(query, keys, self.view, self.types)
 
 
-def read_now(spark: SparkSession, query: exp.Expr, reads: dict[str, SourceRead]) -> DataFrame:
+def read_now(changes: Changes, query: exp.Expr) -> DataFrame:
     """The query over the sources as read now."""
-    return spark.sql(rewrite(query, lambda _, name: view_or_self(reads, name, "new")))
+    return changes.spark.sql(rewrite(query, lambda _, name: changes.now(name)))
 
 
-def read_before(
-    spark: SparkSession, query: exp.Expr, reads: dict[str, SourceRead], registered: set[str]
-) -> DataFrame:
+def read_before(changes: Changes, query: exp.Expr) -> DataFrame:
     """The query over the sources as the last refresh read them."""
-    return spark.sql(rewrite(query, lambda _, name: as_last_read(spark, reads, name, registered)))
+    return changes.spark.sql(rewrite(query, lambda _, name: changes.before(name)))
 
 
-def now_less_before(
-    spark: SparkSession,
-    query: exp.Expr,
-    reads: dict[str, SourceRead],
-    names: list[str],
-    registered: set[str],
-) -> list[DataFrame]:
+def now_less_before(changes: Changes, query: exp.Expr, names: list[str]) -> list[DataFrame]:
     """The query's rows now (+1) and as last read (-1), named `names`, not netted."""
-    now = read_now(spark, query, reads).toDF(*names)
-    before = read_before(spark, query, reads, registered).toDF(*names)
+    now = read_now(changes, query).toDF(*names)
+    before = read_before(changes, query).toDF(*names)
     return [signed(now, 1), signed(before, -1)]

@@ -67,14 +67,17 @@ def grouping_problem(group: exp.Group | None) -> str | None:
     """Every result row must be one group, so that a changed row touches its own group only."""
     if group is None:
         return None
-    if not group.expressions:
+    if group.args.get("all"):
+        return "GROUP BY ALL is refreshed in full: list the grouping expressions instead"
+    if all(isinstance(e, exp.Tuple) and not e.expressions for e in group.expressions):
         return "GROUP BY () is refreshed in full"
     if any(group.args.get(key) for key in ("rollup", "cube", "grouping_sets", "totals")) or any(
         isinstance(e, exp.Rollup | exp.Cube | exp.GroupingSets) for e in group.expressions
     ):
         return (
             "ROLLUP, CUBE and GROUPING SETS are refreshed in full unless each grouping set's "
-            "groups can be kept in a stage (no DISTINCT, window or subquery)"
+            "groups can be kept in a stage (no DISTINCT, window or subquery, and every "
+            "computed item named with AS)"
         )
     return None
 
@@ -181,4 +184,10 @@ def _aggregate(
     if item.expressions:
         return f"aggregate {item.sql(dialect='spark')} is refreshed in full"
     kind = {exp.Sum: SUM, exp.Avg: AVG, exp.Min: MIN, exp.Max: MAX}[type(item)]
+    if isinstance(argument, exp.Distinct):
+        # The extremes of the distinct values are the extremes of all; a sum or an average of
+        # them cannot follow a changed row, which may or may not be the last of its value.
+        if kind in (SUM, AVG) or len(argument.expressions) != 1:
+            return f"aggregate {item.sql(dialect='spark')} is refreshed in full"
+        argument = argument.expressions[0]
     return Aggregate(kind, position, argument, item, slot, in_expression)

@@ -33,9 +33,9 @@ def grouping_sets(select: exp.Select) -> Sets | None:
     plain = [e for e in group.expressions if not isinstance(e, _GROUPINGS)]
     factors = [_factor(e, select) for e in group.expressions]
     if group.args.get("rollup"):  # GROUP BY a, b WITH ROLLUP
-        factors = [_rollup([_resolved(e, select) for e in plain])]
+        factors = [_rollup(_units(plain, select))]
     elif group.args.get("cube"):
-        factors = [_cube([_resolved(e, select) for e in plain])]
+        factors = [_cube(_units(plain, select))]
     elif not any(isinstance(e, _GROUPINGS) for e in group.expressions):
         return None
     sets = tuple(tuple(e for part in combo for e in part) for combo in product(*factors))
@@ -48,27 +48,46 @@ def grouping_sets(select: exp.Select) -> Sets | None:
 def _factor(expression: exp.Expr, select: exp.Select) -> list[list[exp.Expr]]:
     """The sets one GROUP BY element contributes, to be crossed with the others'."""
     if isinstance(expression, exp.Rollup):
-        return _rollup([_resolved(e, select) for e in expression.expressions])
+        return _rollup(_units(expression.expressions, select))
     if isinstance(expression, exp.Cube):
-        return _cube([_resolved(e, select) for e in expression.expressions])
-    if isinstance(expression, exp.GroupingSets):
+        return _cube(_units(expression.expressions, select))
+    if isinstance(expression, exp.GroupingSets):  # which may nest ROLLUP, CUBE and more sets
         return [
-            [_resolved(e, select) for e in (i.expressions if isinstance(i, exp.Tuple) else [i])]
-            for i in expression.expressions
+            chosen
+            for element in expression.expressions
+            for chosen in (
+                _factor(element, select)
+                if isinstance(element, _GROUPINGS)
+                else _units([element], select)
+            )
         ]
-    return [[_resolved(expression, select)]]
+    return [[_resolved(expression.unnest(), select)]]
 
 
-def _rollup(expressions: list[exp.Expr]) -> list[list[exp.Expr]]:
-    return [expressions[:size] for size in range(len(expressions), -1, -1)]
+def _units(elements: list[exp.Expr], select: exp.Select) -> list[list[exp.Expr]]:
+    """Each element of a ROLLUP, CUBE or GROUPING SETS as the expressions it groups by: `(a, b)`
+    both, `(a)` and `a` the same one, `()` none."""
+    units = []
+    for element in elements:
+        parts = element.expressions if isinstance(element, exp.Tuple) else [element.unnest()]
+        units.append([_resolved(part.unnest(), select) for part in parts])
+    return units
 
 
-def _cube(expressions: list[exp.Expr]) -> list[list[exp.Expr]]:
+def _rollup(units: list[list[exp.Expr]]) -> list[list[exp.Expr]]:
+    return [_joined(units[:size]) for size in range(len(units), -1, -1)]
+
+
+def _cube(units: list[list[exp.Expr]]) -> list[list[exp.Expr]]:
     return [
-        list(chosen)
-        for size in range(len(expressions), -1, -1)
-        for chosen in combinations(expressions, size)
+        _joined(chosen)
+        for size in range(len(units), -1, -1)
+        for chosen in combinations(units, size)
     ]
+
+
+def _joined(units: Sequence[list[exp.Expr]]) -> list[exp.Expr]:
+    return [expression for unit in units for expression in unit]
 
 
 def _resolved(expression: exp.Expr, select: exp.Select) -> exp.Expr:

@@ -6,7 +6,7 @@ incremental plans."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -126,22 +126,32 @@ def view_or_self(reads: dict[str, SourceRead], name: str, kind: str) -> str:
     return reads[name].view(kind) if name in reads else name
 
 
-def view_as_last_read(spark: SparkSession, read: SourceRead, registered: set[str]) -> str:
-    """The source as the last refresh read it, registered on first use: only joins read it."""
-    if read.name not in registered:
-        _at(spark, read, int(read.previous or 0)).createOrReplaceTempView(read.view("old"))
-        registered.add(read.name)
-    return read.view("old")
+@dataclass(frozen=True)
+class Changes:
+    """What an incremental refresh's operators read, passed to each: the Spark session and each
+    source as read now, as last read (registered on first use: only joins read it) and its rows
+    gained and lost (see register_sources)."""
 
+    spark: SparkSession
+    reads: dict[str, SourceRead]
+    registered: set[str] = field(default_factory=set)
 
-def as_last_read(
-    spark: SparkSession, reads: dict[str, SourceRead], name: str, registered: set[str]
-) -> str:
-    """The relation to read for `name` as the last refresh read it."""
-    read = reads.get(name)
-    if read is not None and read.changed:
-        return view_as_last_read(spark, read, registered)
-    return view_or_self(reads, name, "new")
+    def now(self, name: str) -> str:
+        """The relation to read for `name` as read now."""
+        return view_or_self(self.reads, name, "new")
+
+    def before(self, name: str) -> str:
+        """The relation to read for `name` as the last refresh read it."""
+        read = self.reads.get(name)
+        return self.last_read(read) if read is not None and read.changed else self.now(name)
+
+    def last_read(self, read: SourceRead) -> str:
+        """The source as the last refresh read it."""
+        if read.name not in self.registered:
+            old = _at(self.spark, read, int(read.previous or 0))
+            old.createOrReplaceTempView(read.view("old"))
+            self.registered.add(read.name)
+        return read.view("old")
 
 
 def null_safe(left: str, right: str, fields: list[StructField]) -> str:

@@ -1,6 +1,7 @@
 """The key of a query whose result rows for one key value depend only on the source rows with
 that value: its GROUP BY expressions, its DISTINCT columns, or the PARTITION BY its window
-functions share. A change then touches only its rows' keys, and those are recomputed."""
+functions share (and of those, under a DISTINCT, the ones it selects). A change then touches
+only its rows' keys, and those are recomputed."""
 
 from __future__ import annotations
 
@@ -20,25 +21,30 @@ def key_of(select: exp.Select) -> list[exp.Expr] | None:
     groups = _group_keys(select)
     if groups is None:
         return None
+    items = [item.unalias() for item in select.expressions]
     windows = list(select.find_all(exp.Window))
     if windows:
-        shared = _shared_partition(windows)
-        if not shared:
-            return None
-        if select.args.get("group") and not all(_text(e) in groups for e in shared):
+        key = _shared_partition(windows)
+        if select.args.get("group") and not all(_text(e) in groups for e in key):
             return None  # a partition over aggregates' results is not a key of the rows read
-        return shared
-    if groups:
-        return list(groups.values())
-    items = [item.unalias() for item in select.expressions]
-    if select.args.get("distinct") and not any(e.find(exp.AggFunc, exp.Star) for e in items):
+    elif groups:
+        key = list(groups.values())
+    elif select.args.get("distinct") and not any(e.find(exp.AggFunc, exp.Star) for e in items):
         return [item.copy() for item in items]
-    return None
+    else:
+        return None
+    if select.args.get("distinct"):
+        # DISTINCT makes one row of equal rows of several keys: only the key's expressions it
+        # selects stay a key (they are equal in rows it merges).
+        selected = {_text(item) for item in items}
+        key = [e for e in key if _text(e) in selected]
+    return key or None
 
 
 def _group_keys(select: exp.Select) -> dict[str, exp.Expr] | None:
     """GROUP BY's expressions by their text (ordinals and aliases resolved); None when some
-    grouping is not one key (ROLLUP, CUBE, GROUPING SETS) or groups by an aggregate."""
+    grouping is not one key (ROLLUP, CUBE, GROUPING SETS, a parenthesized list such as
+    `GROUP BY ()`) or groups by an aggregate."""
     group = select.args.get("group")
     if group is None:
         return {}
@@ -56,7 +62,9 @@ def _group_keys(select: exp.Select) -> dict[str, exp.Expr] | None:
             aliased = items.get(expression.name.lower())
             if aliased is not None and _text(aliased) != _text(expression):
                 expression = aliased  # GROUP BY an alias of an expression or another column
-        if expression.find(exp.AggFunc, exp.Window, exp.Rollup, exp.Cube, exp.GroupingSets):
+        if isinstance(expression, exp.Tuple) or expression.find(
+            exp.AggFunc, exp.Window, exp.Rollup, exp.Cube, exp.GroupingSets
+        ):
             return None
         keys[_text(expression)] = expression.copy()
     return keys

@@ -22,7 +22,8 @@ from lake_assets.dynamic_tables.folds import (
 )
 from lake_assets.dynamic_tables.operators.aggregate import Aggregate
 from lake_assets.dynamic_tables.operators.base import Plan, Root, Stage
-from lake_assets.dynamic_tables.operators.branches import Branch, branch
+from lake_assets.dynamic_tables.operators.branch import Branch
+from lake_assets.dynamic_tables.operators.branches import branch
 from lake_assets.dynamic_tables.operators.described import described
 from lake_assets.dynamic_tables.operators.recompute import RecomputeByKey
 from lake_assets.dynamic_tables.operators.rows import rows
@@ -78,7 +79,7 @@ def _lowered(query: exp.Expr) -> Root | str:
             return f"{ranked.reason} (the rows ORDER BY … LIMIT ranks)"
         order = ", ".join(term.sql(dialect="spark") for term in query.args["order"].expressions)
         assert isinstance(top.rows, exp.Query), "a top-N ranks the rows of a query"
-        items = len(top.rows.named_selects) - len(top.hidden)
+        items = len(top.rows.selects) - len(top.hidden)
         columns = (*map(ranked_column, range(items)), *top.hidden)
         return TopN(top, Stage(stage_name(top.rows), ranked, columns), order)
     if isinstance(query, exp.SetOperation):

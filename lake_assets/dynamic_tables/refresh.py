@@ -28,9 +28,9 @@ from lake_assets.core.delta import (
     session_conf,
 )
 from lake_assets.core.entries import StoredRelation, now_utc
-from lake_assets.core.errors import SEE_THE_CAUSE, LakeError
+from lake_assets.core.errors import LakeError
 from lake_assets.core.log_check import ensure_log_intact
-from lake_assets.core.spark_errors import translate_spark_error
+from lake_assets.core.spark_errors import as_lake_error
 from lake_assets.dynamic_tables.choosing import compiled, estimate, why_full
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.incremental import (
@@ -175,7 +175,11 @@ def refresh(
     try:
         return _refresh(spark, catalog, entry, trigger, start, clock, full)
     except Exception as error:
-        failure = error if isinstance(error, LakeError) else translate(catalog, error)
+        failure = (
+            error
+            if isinstance(error, LakeError)
+            else as_lake_error(error, catalog.relation_locations())
+        )
         REFRESHES.record(catalog,
             RefreshRecord(
                 uuid.uuid4().hex, name, RefreshState.FAILED, None, trigger, start, now_utc(),
@@ -185,14 +189,6 @@ def refresh(
         if failure is error:
             raise
         raise failure from error
-
-
-def translate(catalog: Catalog, error: Exception) -> LakeError:
-    locations = catalog.relation_locations()
-    translated = translate_spark_error(error, locations)
-    if translated is not None:
-        return translated
-    return LakeError(str(error).splitlines()[0], SEE_THE_CAUSE)
 
 
 def source_read(

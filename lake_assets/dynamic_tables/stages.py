@@ -95,8 +95,8 @@ def _derived_staged(select: exp.Select, parts: list[tuple[str, exp.Query]]) -> b
         if not joins and not relation.this.args.get("limit"):
             continue
         alias = relation.args.get("alias")
-        columns = relation.this.named_selects
-        if alias is None or alias.columns or not all(columns):
+        columns = relation.this.named_selects  # which leaves out the items without a name
+        if alias is None or alias.columns or len(columns) != len(relation.this.selects):
             return False
         if len({column.lower() for column in columns}) != len(columns):
             return False
@@ -152,7 +152,8 @@ def _scalars_staged(select: exp.Select, parts: list[tuple[str, exp.Query]]) -> N
     """Each scalar subquery of the WHERE and the SELECT list becomes a one-row stage joined to
     every row, and the subquery its value."""
     where = select.args.get("where")
-    within = [*select.expressions, *([where] if where is not None else [])]
+    named = [item for item in select.expressions if not _unnamed(item)]
+    within = [*named, *([where] if where is not None else [])]
     found = [subquery for part in within for subquery in part.find_all(exp.Subquery)]
     for subquery in found:
         if not _scalar(subquery, select):
@@ -175,11 +176,12 @@ def _groups_staged(select: exp.Select, parts: list[tuple[str, exp.Query]]) -> ex
         return select
     if any(select.args.get(clause) for clause in ("distinct", "qualify", "windows")):
         return None
+    if any(map(_unnamed, select.selects)):
+        return None
     if not all(_scalar(subquery, select) for subquery in having.find_all(exp.Subquery)):
         return None
     groups = select.copy()
     groups.set("having", None)
-    output = select.named_selects
     items = [exp.alias_(item.unalias(), _item(i)) for i, item in enumerate(select.selects)]
     condition = having.this.copy()
     tested = [
@@ -198,11 +200,17 @@ def _groups_staged(select: exp.Select, parts: list[tuple[str, exp.Query]]) -> ex
     name = stage_name(groups)
     parts.append((name, groups))
     outer_items = [
-        exp.alias_(exp.column(_item(i), table=_GROUPS), column) if column else
-        exp.column(_item(i), table=_GROUPS)
-        for i, column in enumerate(output)
-    ]  # fmt: skip
+        exp.alias_(exp.column(_item(i), table=_GROUPS), item.output_name)
+        for i, item in enumerate(select.selects)
+    ]
     return exp.select(*outer_items).from_(_read_as(name, _GROUPS)).where(condition)
+
+
+def _unnamed(item: exp.Expr) -> bool:
+    """An item without a name of its own (`SUM(x)`, not `a` or `SUM(x) AS s`): Spark names its
+    column after its expression, which a query over stages would not have, so the table's
+    column would be named otherwise than the query says; such an item is not rewritten."""
+    return not item.output_name
 
 
 def _sets_staged(
@@ -215,6 +223,8 @@ def _sets_staged(
         return None
     having = select.args.get("having")
     if select.find(exp.Window) or (having is not None and having.find(exp.Query)):
+        return None
+    if any(map(_unnamed, select.selects)):
         return None
     calls: dict[str, exp.Expr] = {}
     for node in select.find_all(exp.AggFunc):
@@ -244,10 +254,11 @@ def _sets_staged(
         parts.append((name, groups))
         key = [exp.column(_key(i), table=_GROUPS) for i in range(len(chosen))]
         outer = [
-            exp.alias_(in_set(item.unalias().transform(folded), sets, chosen, key), column)
-            if column else in_set(item.transform(folded), sets, chosen, key)
-            for item, column in zip(select.selects, select.named_selects, strict=True)
-        ]  # fmt: skip
+            exp.alias_(
+                in_set(item.unalias().transform(folded), sets, chosen, key), item.output_name
+            )
+            for item in select.selects
+        ]
         conditions = [in_set(having.this.transform(folded), sets, chosen, key)] if having else []
         if not chosen:
             conditions.append(exp.column(_GROUP_ROWS, table=_GROUPS) > 0)

@@ -21,6 +21,7 @@ from lake_assets.core.names import hidden
 from lake_assets.dynamic_tables import pruning
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.incremental import (
+    Changes,
     SourceRead,
     full_result,
     null_safe,
@@ -80,6 +81,10 @@ class Write:
     @property
     def by_name(self) -> dict[str, SourceRead]:
         return {read.name: read for read in self.reads}
+
+    def changes(self) -> Changes:
+        """What the operators' rules read, for this write."""
+        return Changes(self.spark, self.by_name)
 
     @property
     def visible(self) -> list[str]:

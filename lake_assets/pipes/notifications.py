@@ -12,8 +12,8 @@ from lake_assets.pipes.engine import pipe_copy, plan_for, volume_listing
 from lake_assets.pipes.entry import PipeEntry
 from lake_assets.volumes.entry import VolumeEntry
 from lake_assets.volumes.files import in_scope, store_of
+from lake_assets.volumes.stores import open_queue
 from resources.storage import FileInfo, S3Store
-from resources.volumes import open_queue
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from lake_assets.streams.grammar import (
     CreateStream,
     Position,
 )
-from lake_assets.streams.sources import KINDS, ChangeSource, change_source, find_source
+from lake_assets.streams.sources import ChangeSource, change_source, find_source, source_type
 
 if TYPE_CHECKING:
     from lake_assets.core.kind import Context
@@ -93,7 +93,7 @@ def create_stream(session: Context, stmt: CreateStream) -> Result:
 
 
 def _source(session: Context, stmt: CreateStream) -> ChangeSource:
-    wanted = KINDS[stmt.source_kind]
+    wanted = source_type(stmt.source_kind)
     found = find_source(session.catalog, stmt.source_kind, stmt.source)
     if found is None:
         raise LakeError(

@@ -31,7 +31,7 @@ from lake_assets.core.errors import LakeError
 from lake_assets.streams.changelog import RangeFiles, missing, range_files
 from lake_assets.streams.entry import Claim, Landing, StreamEntry, StreamMode
 from lake_assets.streams.reading import StreamRead, change_query
-from lake_assets.streams.sources import KINDS, ChangeSource, change_source, find_source
+from lake_assets.streams.sources import ChangeSource, change_source, find_source, source_type
 from lake_assets.volumes.files import export_landed
 
 # Where tests kill this process to prove crash safety (LAKE_FAILPOINT=<name>).
@@ -136,7 +136,7 @@ def check_source(catalog: Catalog, entry: StreamEntry) -> ChangeSource:
     found = find_source(catalog, entry.source_kind, entry.source)
     if found is None:
         raise stale(entry, f"its source {entry.source} was dropped")
-    source = change_source(found) if isinstance(found, KINDS[entry.source_kind]) else None
+    source = change_source(found) if isinstance(found, source_type(entry.source_kind)) else None
     if source is None or source.location != entry.source_location:
         raise stale(entry, f"its source {entry.source} was replaced")
     return source

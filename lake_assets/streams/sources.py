@@ -1,24 +1,25 @@
 """What a stream can read: a table, a dynamic table, or a volume's directory table. Each is a
-Delta table with a change data feed; this is the one place that tells them apart."""
+Delta table with a change data feed; this is the one place that tells them apart. Dynamic tables
+are downstream of streams (they read them): a source kind is named as the catalog stores it, and
+its entry class found in the catalog's registry of kinds, never imported here."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.entries import CatalogObject
+from lake_assets.core.entries import CatalogObject, StoredRelation
 from lake_assets.core.errors import LakeError
-from lake_assets.dynamic_tables.entry import DynamicTableEntry
+from lake_assets.streams.grammar import SOURCE_KINDS
 from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes.entry import VolumeEntry
 from lake_assets.volumes.files import DIRECTORY_SCHEMA
 
-# A stream's source kind, as CREATE STREAM … ON <words> names it and the catalog stores it.
-KINDS: dict[str, type[CatalogObject]] = {
-    "table": TableEntry,
-    "dynamic_table": DynamicTableEntry,
-    "volume": VolumeEntry,
-}
+
+def source_type(kind: str) -> type[CatalogObject]:
+    """The entry class of a source kind (as CREATE STREAM … ON <words> names it and the catalog
+    stores it), as the catalog itself finds it to read the kind's objects."""
+    return CatalogObject.KINDS[kind]
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,8 @@ class ChangeSource:
 
 
 def change_source(entry: CatalogObject) -> ChangeSource:
-    """The source an entry of one of KINDS is."""
+    """The source an entry of a source kind is: a volume's directory table, or a relation kept
+    as a Delta table of its own (a table, a dynamic table)."""
     if isinstance(entry, VolumeEntry):
         if not entry.directory_enabled:
             raise LakeError(
@@ -64,16 +66,15 @@ def change_source(entry: CatalogObject) -> ChangeSource:
                 "create the volume with DIRECTORY = (ENABLE = TRUE)",
             )
         return ChangeSource(entry, entry.directory_location, tuple(DIRECTORY_SCHEMA.fieldNames()))
-    assert isinstance(entry, TableEntry | DynamicTableEntry)
+    assert isinstance(entry, StoredRelation)
     return ChangeSource(entry, entry.location, tuple(column.name for column in entry.columns))
 
 
 def find_source(catalog: Catalog, kind: str, name: str) -> CatalogObject | None:
     """The object called `name` where a source of `kind` would be (volumes have a namespace of
     their own), or else in another source kind's namespace, so a mix-up can be named."""
-    namespaces = dict.fromkeys(
-        [KINDS[kind].NAMESPACE, *(entry.NAMESPACE for entry in KINDS.values())]
-    )
+    kinds = [kind, *SOURCE_KINDS.values()]
+    namespaces = dict.fromkeys(source_type(each).NAMESPACE for each in kinds)
     return next(
         (found for namespace in namespaces if (found := catalog.find_in(namespace, name))), None
     )

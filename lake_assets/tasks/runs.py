@@ -20,7 +20,7 @@ from lake_assets.core.commits import commits_since
 from lake_assets.core.delta import row_changes
 from lake_assets.core.entries import now_utc
 from lake_assets.core.errors import LakeError
-from lake_assets.dynamic_tables.refresh import translate
+from lake_assets.core.spark_errors import as_lake_error
 from lake_assets.sql.statements import Dml
 from lake_assets.streams import offsets
 from lake_assets.streams.entry import StreamEntry
@@ -99,7 +99,7 @@ def _lake_error(catalog: Catalog, error: BaseException) -> LakeError:
     if isinstance(error, LakeError):
         return error
     if isinstance(error, Exception):
-        return translate(catalog, error)
+        return as_lake_error(error, catalog.relation_locations())
     return LakeError(
         f"the run was interrupted ({type(error).__name__})",
         "run the task again: it retries the same stream versions",

@@ -26,8 +26,8 @@ from lake_assets.core.results import Result
 from lake_assets.core.settings import LakeSettings
 from lake_assets.volumes.entry import VolumeEntry
 from lake_assets.volumes.grammar import CopyIntoVolume, VolumeSource
+from lake_assets.volumes.stores import open_store
 from resources.storage import FileInfo, VolumeStore, inside
-from resources.volumes import open_store
 
 # The first key of a directory table's refresh commit record.
 DIRECTORY_MARKER = "lake_directory"

@@ -13,9 +13,9 @@ from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
 from lake_assets.volumes.entry import VolumeEntry
 from lake_assets.volumes.files import store_of
+from lake_assets.volumes.stores import open_queue
 from resources.queues import EventQueue, ObjectEvent
 from resources.storage import S3Store
-from resources.volumes import open_queue
 
 
 def queue_readers(catalog: Catalog) -> set[str]:

@@ -11,7 +11,13 @@ from py4j import protocol
 
 from lake_assets.core import spark_errors
 from lake_assets.core.errors import SEE_THE_CAUSE
-from lake_assets.core.spark_errors import Failure, classify, retrying, translate_spark_error
+from lake_assets.core.spark_errors import (
+    Failure,
+    as_lake_error,
+    classify,
+    retrying,
+    translate_spark_error,
+)
 
 SDK = (
     "software.amazon.awssdk.core.exception.SdkClientException: Unable to load credentials from "
@@ -97,6 +103,32 @@ def test_spark_running_out_of_stack_on_a_deep_statement_is_one_line() -> None:
     assert error is not None
     assert error.what == "StackOverflowError"
     assert error.fix.startswith("the statement nests deeper than Spark's parser goes: split it")
+
+
+def test_a_runs_spark_failure_names_the_relation_at_its_location() -> None:
+    text = (
+        "An error occurred while calling o90.sql.\n: org.apache.spark.sql.AnalysisException: "
+        "[DELTA_NOT_NULL_CONSTRAINT_VIOLATED] NULL value appeared in non-nullable field "
+        "of `delta`.`/lake/warehouse/orders`\n"
+    )
+    error = as_lake_error(Py4JJavaError(text), {"/lake/warehouse/orders": "orders"})
+    assert error.what == (
+        "[DELTA_NOT_NULL_CONSTRAINT_VIOLATED] NULL value appeared in non-nullable field of orders"
+    )
+    assert error.fix == "give the column a value"
+
+
+@pytest.mark.parametrize(
+    ("error", "what"),
+    [
+        (ValueError("bad value\n  more detail"), "bad value"),
+        (AssertionError(), "AssertionError"),  # no text: an IndexError would hide it
+    ],
+)
+def test_a_runs_other_failure_is_its_first_line_with_the_cause_to_read(
+    error: Exception, what: str
+) -> None:
+    assert (as_lake_error(error, {}).what, as_lake_error(error, {}).fix) == (what, SEE_THE_CAUSE)
 
 
 @pytest.mark.parametrize(

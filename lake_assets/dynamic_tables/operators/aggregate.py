@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructType
 from sqlglot import exp
@@ -19,7 +19,7 @@ from lake_assets.dynamic_tables import folds
 from lake_assets.dynamic_tables.by_key import Touched, read_now
 from lake_assets.dynamic_tables.folds import AVG, COUNT_DISTINCT, MAX, MIN, SUM
 from lake_assets.dynamic_tables.incremental import (
-    SourceRead,
+    Changes,
     null_safe,
     only_gained,
 )
@@ -33,7 +33,9 @@ from lake_assets.dynamic_tables.operators.aggregate_folds import (
     old_value,
 )
 from lake_assets.dynamic_tables.operators.base import Line, Root
-from lake_assets.dynamic_tables.operators.branches import Branch, InnerJoin, row_changes
+from lake_assets.dynamic_tables.operators.branch import Branch
+from lake_assets.dynamic_tables.operators.branches import row_changes
+from lake_assets.dynamic_tables.operators.inner_join import InnerJoin
 from lake_assets.dynamic_tables.queries import (
     ROW_MARK,
     argument_column,
@@ -127,21 +129,21 @@ def _may_recompute(node: Aggregate, argument_types: dict[str, DataType], gained:
     )
 
 
-def _only_gained(spark: SparkSession, node: Aggregate, reads: dict[str, SourceRead]) -> bool:
+def _only_gained(changes: Changes, node: Aggregate) -> bool:
     """Whether the rows aggregated were only gained: the sources only gained rows, and the
     rows read from them by inner joins alone, which gain no row from another's loss."""
-    return isinstance(node.branch, InnerJoin) and only_gained(spark, reads.values())
+    return isinstance(node.branch, InnerJoin) and only_gained(changes.spark, changes.reads.values())
 
 
 def _merge(node: Aggregate, job: Write) -> Commit:
     """One MERGE brings the affected groups up to date: emptied ones deleted, folded and
     recomputed ones written."""
-    spark, reads, visible = job.spark, job.by_name, job.visible
+    visible, env = job.visible, job.changes()
     held = job.held()
     schema = held.schema
     keys = {key_column(position): visible[position] for position, _ in node.keys}
     types = {field.name: field.dataType for field in schema.fields}
-    changes, argument_types = _group_changes(spark, node, reads, list(keys))
+    changes, argument_types = _group_changes(env, node, list(keys))
     old = held.select(*[col(c).alias(old_name(c)) for c in held.columns]).alias("o")
     matches = [
         same(f"g.{quote_name(key)}", f"o.{quote_name(old_name(name))}", types[name])
@@ -162,10 +164,10 @@ def _merge(node: Aggregate, job: Write) -> Commit:
     recompute_keys = to_recompute.select(*[col(name).alias(key) for key, name in keys.items()])
     merge_columns = [*columns, OP]
     source = removed.select(*merge_columns).unionAll(updated.select(*merge_columns))
-    may_recompute = _may_recompute(node, argument_types, _only_gained(spark, node, reads))
+    may_recompute = _may_recompute(node, argument_types, _only_gained(env, node))
     if may_recompute and not to_recompute.isEmpty():
         touched = Touched.held(recompute_keys, RECOMPUTE_KEYS)
-        recomputed = _recomputed_groups(spark, node, reads, columns, touched)
+        recomputed = _recomputed_groups(env, node, columns, touched)
         source = source.unionAll(recomputed).localCheckpoint()
     key_fields = [field for field in schema.fields if field.name in keys.values()]
     assignments = ", ".join(f"t.{quote_name(c)} = s.{quote_name(c)}" for c in columns)
@@ -181,13 +183,13 @@ def _merge(node: Aggregate, job: Write) -> Commit:
 
 
 def _group_changes(
-    spark: SparkSession, node: Aggregate, reads: dict[str, SourceRead], keys: list[str]
+    env: Changes, node: Aggregate, keys: list[str]
 ) -> tuple[DataFrame, dict[str, DataType]]:
     """Each affected group's change measures, and the argument types that decide how it folds."""
     arguments = [argument_column(a.slot) for a in node.aggregates if a.argument is not None]
     # Netted and grouped after one shuffle: rows are netted within their group's partition.
     names = [*keys, *arguments] or [ROW_MARK]
-    changes = row_changes(spark, (node.branch,), reads, names, tuple(keys))
+    changes = row_changes(env, (node.branch,), names, tuple(keys))
     argument_types = {field.name: field.dataType for field in changes.schema.fields}
     multiplicity = F.col(MULT)
     measures = [F.sum(multiplicity).alias(_CHANGED_ROWS)]
@@ -241,15 +243,11 @@ def _new_state(
 
 
 def _recomputed_groups(
-    spark: SparkSession,
-    node: Aggregate,
-    reads: dict[str, SourceRead],
-    columns: list[str],
-    touched: Touched,
+    env: Changes, node: Aggregate, columns: list[str], touched: Touched
 ) -> DataFrame:
     """The groups no fold could follow, from the query itself, reading only their own rows."""
     keys = [(key_column(position), key) for position, key in node.keys]
     restricted = node.stateful(node.select)
     if keys:
         restricted = touched.restricted(restricted, keys)
-    return read_now(spark, restricted, reads).toDF(*columns).withColumn(OP, F.lit("U"))
+    return read_now(env, restricted).toDF(*columns).withColumn(OP, F.lit("U"))

@@ -19,7 +19,8 @@ from lake_assets.dynamic_tables.by_key import Touched, read_now
 from lake_assets.dynamic_tables.incremental import null_safe
 from lake_assets.dynamic_tables.netting import col, difference
 from lake_assets.dynamic_tables.operators.base import Line, Operator, Root, Step
-from lake_assets.dynamic_tables.operators.branches import ROWWISE, Branch, signed_rows
+from lake_assets.dynamic_tables.operators.branch import ROWWISE, Branch
+from lake_assets.dynamic_tables.operators.branches import signed_rows
 from lake_assets.dynamic_tables.operators.rows import items_text, set_rule, set_tree
 from lake_assets.dynamic_tables.queries import (
     key_name,
@@ -92,13 +93,13 @@ class RecomputeByKey(Root):
     def changes(self, job: Write) -> DataFrame:
         """The table's net change (all its columns + MULT): the touched keys' rows recomputed
         (+1) against the table's rows of those keys (-1), netted."""
-        spark, reads = job.spark, job.by_name
         everything = job.held().columns
         if self.keys:
             columns = held_by = [key_name(index) for index, _ in self.keys]
         else:
             columns, held_by = [key_name(index) for index in range(len(everything))], everything
-        keys = signed_rows(spark, self.touched, reads, columns).select(*columns)
+        changes = job.changes()
+        keys = signed_rows(changes, self.touched, columns).select(*columns)
         touched = Touched.held(keys, TOUCHED_KEYS)
         restricted = (
             touched.restricted(
@@ -118,4 +119,4 @@ class RecomputeByKey(Root):
             )
             .select(*map(col, everything))
         )
-        return difference(read_now(spark, restricted, reads), held, everything)
+        return difference(read_now(changes, restricted), held, everything)

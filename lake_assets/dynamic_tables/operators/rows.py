@@ -11,7 +11,8 @@ from sqlglot import exp
 
 from lake_assets.core.delta import Commit
 from lake_assets.dynamic_tables.operators.base import Line, Operator, Root, Step
-from lake_assets.dynamic_tables.operators.branches import ROWWISE, Branch, row_changes
+from lake_assets.dynamic_tables.operators.branch import ROWWISE, Branch
+from lake_assets.dynamic_tables.operators.branches import row_changes
 from lake_assets.dynamic_tables.shapes import nested_set_operation
 from lake_assets.dynamic_tables.writing import Write, write_changes
 
@@ -82,7 +83,7 @@ class Rows(Root):
         return self.shape.lines(depth)
 
     def write(self, job: Write) -> Commit:
-        changes = row_changes(job.spark, self.branches, job.by_name, job.visible)
+        changes = row_changes(job.changes(), self.branches, job.visible)
         # Computed once: the emptiness check, the pruning ranges and the MERGE source read it.
         return write_changes(job, changes.localCheckpoint(), job.held().schema)
 
