@@ -54,7 +54,7 @@ KAFKA_BROKER = JarSet(
 SPARK_JAR_SETS = (DELTA, SPARK_KAFKA, S3A)
 # Our own Java, compiled on first use against pyspark's Hadoop, Delta and S3A (`lake setup` does it
 # once), in two jars that load differently: Delta's log store for an `s3a://` warehouse (commits by
-# conditional PUT; README: Warehouse in object storage) extends Delta's, so it goes in spark.jars
+# conditional PUT; docs/scale-out.md) extends Delta's, so it goes in spark.jars
 # beside Delta; Hadoop's local filesystem without the `chmod` and `readlink` processes it starts
 # for each file it writes when no native Hadoop library is loaded needs only Hadoop, and goes on
 # the driver's own classpath, as the driver reads spark.jars through it (local masters use it).

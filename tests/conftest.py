@@ -143,7 +143,7 @@ def lake(spark: SparkSession, tmp_path: Path) -> LakeSession:
 
 @pytest.fixture(scope="session")
 def spark_cluster(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Iterator[Cluster]:
-    """A standalone master and worker, started as the README says where the S3 server's AWS
+    """A standalone master and worker, started as docs/scale-out.md says where the S3 server's AWS
     variables are exported (executors inherit the worker's environment; this process's own is
     left as it was); afterwards each daemon's process group, executors too, is gone."""
     with ExitStack() as stack:

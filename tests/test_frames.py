@@ -382,7 +382,7 @@ def test_a_dagster_asset_builds_a_session_on_the_projects_spark_resource(
 
     @asset(deps=["orders"])
     def orders_sync(spark: DeltaSparkResource) -> None:
-        """The README's example asset."""
+        """The example asset of docs/python-api.md."""
         lake = Session.from_spark(spark.spark_session)
         changes = (
             lake.table("orders_stream")

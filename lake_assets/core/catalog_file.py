@@ -95,8 +95,8 @@ def damaged(path: Path, reason: str) -> LakeError:
     return LakeError(
         f"the catalog {path} is damaged ({reason})",
         "restore the file from a backup, or salvage what SQLite can still read into a new file "
-        "with the sqlite3 shell's .recover (or .dump) and put that in its place (README: A "
-        "damaged or busy catalog); `lake catalog check` lists the damage",
+        "with the sqlite3 shell's .recover (or .dump) and put that in its place (docs/catalog.md); "
+        "`lake catalog check` lists the damage",
     )
 
 

@@ -195,7 +195,7 @@ class LakeSettings:
 
     @classmethod
     def from_env(cls) -> LakeSettings:
-        """Read the LAKE_* variables (see README: Configuration)."""
+        """Read the LAKE_* variables (see docs/configuration.md)."""
         env = os.environ
         lake_home = Path(env["LAKE_HOME"]) if env.get("LAKE_HOME") else _default_lake_home()
         # Unset, a warm server of this lake home is used by itself; set empty, a local JVM.

@@ -103,11 +103,10 @@ def create_dynamic_table(session: Context, stmt: CreateDynamicTable) -> Result:
         for index, (name, relation) in enumerate(stored.items())
     ]
     stage_views(spark, plan, reads)
-    fields = schema_of(spark, plan.stateful, reads)
-    visible, hidden = (
-        fields[: len(fields) - len(plan.hidden)],
-        fields[len(fields) - len(plan.hidden) :],
-    )
+    # The columns are the query's as written (a query over stages names its items otherwise);
+    # the state columns, those its plan appends.
+    visible = schema_of(spark, query, reads)
+    hidden = schema_of(spark, plan.stateful, reads)[len(visible) :] if plan.hidden else []
     names = _column_names(stmt, [f.name for f in visible])
     comments = {c.name.lower(): c.comment for c in stmt.columns}
     columns = tuple(

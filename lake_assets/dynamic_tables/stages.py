@@ -95,10 +95,10 @@ def _derived_staged(select: exp.Select, parts: list[tuple[str, exp.Query]]) -> b
         if not joins and not relation.this.args.get("limit"):
             continue
         alias = relation.args.get("alias")
-        columns = relation.this.named_selects  # which leaves out the items without a name
-        if alias is None or alias.columns or len(columns) != len(relation.this.selects):
+        items = relation.this.selects
+        if alias is None or alias.columns or any(map(_unnamed, items)):
             return False
-        if len({column.lower() for column in columns}) != len(columns):
+        if len({item.output_name.lower() for item in items}) != len(items):
             return False
         part = relation.this.copy()
         name = stage_name(part)
@@ -174,9 +174,7 @@ def _groups_staged(select: exp.Select, parts: list[tuple[str, exp.Query]]) -> ex
     having = select.args.get("having")
     if having is None or not having.find(exp.Query):
         return select
-    if any(select.args.get(clause) for clause in ("distinct", "qualify", "windows")):
-        return None
-    if any(map(_unnamed, select.selects)):
+    if not _groups_rewritable(select):
         return None
     if not all(_scalar(subquery, select) for subquery in having.find_all(exp.Subquery)):
         return None
@@ -213,18 +211,23 @@ def _unnamed(item: exp.Expr) -> bool:
     return not item.output_name
 
 
+def _groups_rewritable(select: exp.Select) -> bool:
+    """Whether the query's items can be read from stages of its groups: no DISTINCT, QUALIFY or
+    WINDOW clause (which read more than the groups), and every item named."""
+    clauses = ("distinct", "qualify", "windows")
+    return not any(map(select.args.get, clauses)) and not any(map(_unnamed, select.selects))
+
+
 def _sets_staged(
     select: exp.Select, sets: Sets, parts: list[tuple[str, exp.Query]]
 ) -> exp.Query | None:
     """ROLLUP, CUBE and GROUPING SETS as a UNION ALL over their grouping sets, each set's groups
     (its keys and every aggregate the query computes) a stage; the set without keys is an
     aggregate of every row, kept only when there are rows."""
-    if any(select.args.get(clause) for clause in ("distinct", "qualify", "windows")):
-        return None
     having = select.args.get("having")
-    if select.find(exp.Window) or (having is not None and having.find(exp.Query)):
+    if not _groups_rewritable(select) or select.find(exp.Window):
         return None
-    if any(map(_unnamed, select.selects)):
+    if having is not None and having.find(exp.Query):
         return None
     calls: dict[str, exp.Expr] = {}
     for node in select.find_all(exp.AggFunc):

@@ -258,7 +258,7 @@ def unsupported(tokens: list[Token]) -> LakeError:
     words = " ".join(token.text.upper() for token in tokens[:3])
     return LakeError(
         f"not supported yet: {words} …",
-        "see README's SQL reference for the statements `lake sql` runs",
+        "see the SQL reference (docs/sql.md) for the statements `lake sql` runs",
     )
 
 

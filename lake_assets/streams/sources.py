@@ -1,7 +1,8 @@
 """What a stream can read: a table, a dynamic table, or a volume's directory table. Each is a
-Delta table with a change data feed; this is the one place that tells them apart. Dynamic tables
-are downstream of streams (they read them): a source kind is named as the catalog stores it, and
-its entry class found in the catalog's registry of kinds, never imported here."""
+Delta table with a change data feed; this is the one place that tells them apart. The dynamic
+tables package comes after streams in the import layers, so a source kind is named as the
+catalog stores it and its entry class found in the catalog's registry of kinds, never imported
+here."""
 
 from __future__ import annotations
 

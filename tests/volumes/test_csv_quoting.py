@@ -38,7 +38,7 @@ def test_csv_written_by_pythons_csv_module_loads_back_exactly(
     rows_out = csv.writer(text, lineterminator="\n")
     rows_out.writerows((number, a, b) for number, (a, b) in enumerate(values))
     put(volume, "data.csv", text.getvalue().encode())
-    # A line break inside a quoted value needs multiLine (off by default: see the README).
+    # A line break inside a quoted value needs multiLine (off by default: see docs/volumes.md).
     copy = f"COPY INTO t{run} FROM VOLUME v{run} USING CSV OPTIONS('multiLine' = 'true')"
     assert message(lake, copy).startswith(f"COPY: 1 files loaded ({len(values)} rows), 0 failed")
     # An empty field is NULL: CSV has no other way to write one.

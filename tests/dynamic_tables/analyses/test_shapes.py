@@ -9,6 +9,7 @@ import sqlglot
 from sqlglot import exp
 
 from lake_assets.dynamic_tables.shapes import (
+    NON_DETERMINISTIC,
     by_join_key,
     derived_table,
     has_subqueries,
@@ -187,17 +188,44 @@ def test_the_reason_a_select_is_refreshed_in_full(sql: str, problem: str) -> Non
     assert select_problem(select(sql)) == problem
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sqlglot parses these into classes of their own (Localtimestamp, SessionUser, "
-    "Uniform, Randstr), which the check by class and by anonymous name both miss",
-)
 @pytest.mark.parametrize(
-    "function", ["localtimestamp()", "session_user()", "uniform(0, 10)", "randstr(5)"]
-)
+    "function",
+    [
+        # parsed into classes of their own
+        "localtimestamp()", "localtime()", "session_user()", "current_user()", "uniform(0, 10)",
+        "randstr(5)", "random()", "uuid()", "shuffle(array(1, 2))", "current_date()",
+        "curdate()", "current_time()", "utc_timestamp()", "unix_timestamp()",
+        "current_timezone()", "current_catalog()", "current_database()", "current_schema()",
+        "date_sub(current_date(), 1)",
+        # left anonymous
+        "now()", "user()", "monotonically_increasing_id()", "spark_partition_id()",
+        "input_file_name()", "reflect('java.util.UUID', 'randomUUID')",
+    ],
+)  # fmt: skip
 def test_every_non_deterministic_function_is_refreshed_in_full(function: str) -> None:
     problem = select_problem(select(f"SELECT a, {function} AS r FROM t"))
     assert (problem or "").startswith("non-deterministic function")
+
+
+# sqlglot's names for functions of the clock, the session and random values.
+_NON_DETERMINISTIC_PREFIXES = (
+    "AI_", "CURRENT_", "LOCALTIME", "RAND", "SEQ", "SESSION_", "SYS", "UTC_", "UUID",
+)  # fmt: skip
+
+
+def _functions(kind: type[exp.Func] = exp.Func) -> list[type[exp.Func]]:
+    """Every class of function sqlglot has, at any depth."""
+    return [c for sub in kind.__subclasses__() for c in [sub, *_functions(sub)]]
+
+
+def test_every_sqlglot_function_of_the_clock_the_session_or_chance_is_non_deterministic() -> None:
+    named = {
+        kind.__name__
+        for kind in _functions()
+        if any(name.startswith(_NON_DETERMINISTIC_PREFIXES) for name in kind.sql_names())
+    }
+    assert len(named) > 40
+    assert named <= {kind.__name__ for kind in NON_DETERMINISTIC}
 
 
 @pytest.mark.parametrize(
