@@ -35,10 +35,10 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import MATERIALIZE_SOURCE_CONF, delta_ref, history, session_conf
 from lake_assets.core.settings import LakeSettings
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
-from lake_assets.dynamic_tables.incremental import incremental_conf
 from lake_assets.dynamic_tables.operators.aggregate import RECOMPUTE_KEYS
-from lake_assets.dynamic_tables.pruning import ROWS_PER_FILE
 from lake_assets.dynamic_tables.refresh import refresh
+from lake_assets.dynamic_tables.runtime.pruning import ROWS_PER_FILE
+from lake_assets.dynamic_tables.runtime.sources import incremental_conf
 from lake_assets.session import LakeSession
 from lake_assets.tables.entry import TableEntry
 from resources.spark import DeltaSparkResource

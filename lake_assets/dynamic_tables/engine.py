@@ -28,7 +28,6 @@ from lake_assets.dynamic_tables.grammar import (
     CreateDynamicTable,
     RefreshDynamicTable,
 )
-from lake_assets.dynamic_tables.incremental import schema_of
 from lake_assets.dynamic_tables.lowering import classify
 from lake_assets.dynamic_tables.operators.stage import stage_views
 from lake_assets.dynamic_tables.refresh import (
@@ -37,6 +36,7 @@ from lake_assets.dynamic_tables.refresh import (
 )
 from lake_assets.dynamic_tables.refreshes import RefreshTrigger
 from lake_assets.dynamic_tables.rewrites import runnable
+from lake_assets.dynamic_tables.runtime.sources import schema_of
 from lake_assets.sql.binding import referenced_tables
 from lake_assets.sql.statements import DropObject
 from lake_assets.sql.types import type_text

@@ -14,12 +14,18 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from lake_assets.dynamic_tables.folds import (
+from lake_assets.dynamic_tables.analyses.folds import (
     group_by_problem,
     grouping_problem,
     is_aggregate,
     select_list,
 )
+from lake_assets.dynamic_tables.analyses.shapes import (
+    keyed_keys,
+    nested_set_operation,
+    select_problem,
+)
+from lake_assets.dynamic_tables.analyses.top import top_n
 from lake_assets.dynamic_tables.operators.aggregate import Aggregate
 from lake_assets.dynamic_tables.operators.base import Plan, Root, Stage
 from lake_assets.dynamic_tables.operators.branch import Branch
@@ -28,15 +34,9 @@ from lake_assets.dynamic_tables.operators.described import described
 from lake_assets.dynamic_tables.operators.recompute import RecomputeByKey
 from lake_assets.dynamic_tables.operators.rows import rows
 from lake_assets.dynamic_tables.operators.top_n import TopN, ranked_column
-from lake_assets.dynamic_tables.queries import key_rows, pre_aggregation
 from lake_assets.dynamic_tables.rewrites import Columns, runnable
-from lake_assets.dynamic_tables.shapes import (
-    keyed_keys,
-    nested_set_operation,
-    select_problem,
-)
-from lake_assets.dynamic_tables.stages import stage_name, staged
-from lake_assets.dynamic_tables.top import top_n
+from lake_assets.dynamic_tables.rewrites.stages import stage_name, staged
+from lake_assets.dynamic_tables.runtime.queries import key_rows, pre_aggregation
 
 
 def classify(query: exp.Expr, columns: Columns | None = None) -> Plan:

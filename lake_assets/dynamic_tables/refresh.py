@@ -31,12 +31,7 @@ from lake_assets.core.entries import StoredRelation, now_utc
 from lake_assets.core.errors import LakeError
 from lake_assets.core.log_check import ensure_log_intact
 from lake_assets.core.spark_errors import as_lake_error
-from lake_assets.dynamic_tables.choosing import compiled, estimate, why_full
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
-from lake_assets.dynamic_tables.incremental import (
-    SourceRead,
-    incremental_conf,
-)
 from lake_assets.dynamic_tables.lowering import classify
 from lake_assets.dynamic_tables.operators.base import Plan
 from lake_assets.dynamic_tables.operators.stage import write_stages
@@ -51,7 +46,12 @@ from lake_assets.dynamic_tables.refreshes import (
     RefreshTrigger,
 )
 from lake_assets.dynamic_tables.rewrites import runnable
-from lake_assets.dynamic_tables.writing import Phases, Write
+from lake_assets.dynamic_tables.runtime.choosing import compiled, estimate, why_full
+from lake_assets.dynamic_tables.runtime.sources import (
+    SourceRead,
+    incremental_conf,
+)
+from lake_assets.dynamic_tables.runtime.writing import Phases, Write
 from lake_assets.sql.grammar import Grammar
 from lake_assets.sql.statements import Query
 from lake_assets.tables.engine import enable_change_tracking

@@ -15,15 +15,8 @@ from sqlglot import exp
 
 from lake_assets.core.delta import Commit, quote_name
 from lake_assets.core.names import hidden
-from lake_assets.dynamic_tables import folds
-from lake_assets.dynamic_tables.by_key import Touched, read_now
-from lake_assets.dynamic_tables.folds import AVG, COUNT_DISTINCT, MAX, MIN, SUM
-from lake_assets.dynamic_tables.incremental import (
-    Changes,
-    null_safe,
-    only_gained,
-)
-from lake_assets.dynamic_tables.netting import MULT, col
+from lake_assets.dynamic_tables.analyses import folds
+from lake_assets.dynamic_tables.analyses.folds import AVG, COUNT_DISTINCT, MAX, MIN, SUM
 from lake_assets.dynamic_tables.operators.aggregate_folds import (
     RULES,
     Group,
@@ -36,13 +29,20 @@ from lake_assets.dynamic_tables.operators.base import Line, Root
 from lake_assets.dynamic_tables.operators.branch import Branch
 from lake_assets.dynamic_tables.operators.branches import row_changes
 from lake_assets.dynamic_tables.operators.inner_join import InnerJoin
-from lake_assets.dynamic_tables.queries import (
+from lake_assets.dynamic_tables.runtime.by_key import Touched, read_now
+from lake_assets.dynamic_tables.runtime.netting import MULT, col
+from lake_assets.dynamic_tables.runtime.queries import (
     ROW_MARK,
     argument_column,
     key_column,
     references,
 )
-from lake_assets.dynamic_tables.writing import OP, Write
+from lake_assets.dynamic_tables.runtime.sources import (
+    Changes,
+    null_safe,
+    only_gained,
+)
+from lake_assets.dynamic_tables.runtime.writing import OP, Write
 from lake_assets.sql.types import same
 
 ROWS = hidden("rows")

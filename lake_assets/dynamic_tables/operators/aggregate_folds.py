@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, DecimalType, DoubleType, FloatType
 
 from lake_assets.core.names import hidden
-from lake_assets.dynamic_tables.folds import (
+from lake_assets.dynamic_tables.analyses.folds import (
     AVG,
     COUNT,
     COUNT_DISTINCT,
@@ -22,8 +22,8 @@ from lake_assets.dynamic_tables.folds import (
     SUM,
     Aggregate,
 )
-from lake_assets.dynamic_tables.netting import col
-from lake_assets.dynamic_tables.queries import argument_column
+from lake_assets.dynamic_tables.runtime.netting import col
+from lake_assets.dynamic_tables.runtime.queries import argument_column
 
 
 def floating(aggregate: Aggregate, argument_types: dict[str, DataType]) -> bool:

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from lake_assets.core.delta import Commit
-from lake_assets.dynamic_tables.incremental import register_sources
 from lake_assets.dynamic_tables.refreshes import RefreshMode
-from lake_assets.dynamic_tables.writing import Write, write_full
+from lake_assets.dynamic_tables.runtime.sources import register_sources
+from lake_assets.dynamic_tables.runtime.writing import Write, write_full
 
 # Every operator's rule when its query refreshes FULL.
 RECOMPUTED = "recomputed"

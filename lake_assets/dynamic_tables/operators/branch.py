@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from sqlglot import exp
 
-from lake_assets.dynamic_tables.incremental import Changes
-from lake_assets.dynamic_tables.keys import Parameter
+from lake_assets.dynamic_tables.analyses.keys import Parameter
 from lake_assets.dynamic_tables.operators.base import Line, Operator
-from lake_assets.dynamic_tables.queries import references
+from lake_assets.dynamic_tables.runtime.queries import references
+from lake_assets.dynamic_tables.runtime.sources import Changes
 
 ROWWISE = "applied to the changed rows alone"
 _SCAN = "reads its change data feed from the version the last refresh read to now"

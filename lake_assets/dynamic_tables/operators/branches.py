@@ -8,15 +8,15 @@ from functools import reduce
 from pyspark.sql import DataFrame
 from sqlglot import exp
 
-from lake_assets.dynamic_tables.incremental import Changes
-from lake_assets.dynamic_tables.keys import join_key, key_of
-from lake_assets.dynamic_tables.netting import col, netted
+from lake_assets.dynamic_tables.analyses.keys import join_key, key_of
+from lake_assets.dynamic_tables.analyses.shapes import by_join_key, derived_table
 from lake_assets.dynamic_tables.operators.branch import Branch
 from lake_assets.dynamic_tables.operators.derived_key import DerivedKey
 from lake_assets.dynamic_tables.operators.inner_join import InnerJoin
 from lake_assets.dynamic_tables.operators.keyed_join import KeyedJoin
-from lake_assets.dynamic_tables.queries import key_rows
-from lake_assets.dynamic_tables.shapes import by_join_key, derived_table
+from lake_assets.dynamic_tables.runtime.netting import col, netted
+from lake_assets.dynamic_tables.runtime.queries import key_rows
+from lake_assets.dynamic_tables.runtime.sources import Changes
 
 
 def branch(select: exp.Select) -> Branch:

@@ -11,12 +11,12 @@ from pyspark.sql import DataFrame
 from sqlglot import exp
 
 from lake_assets.core.names import hidden
-from lake_assets.dynamic_tables.by_key import Touched, now_less_before
-from lake_assets.dynamic_tables.incremental import Changes
-from lake_assets.dynamic_tables.netting import col
+from lake_assets.dynamic_tables.analyses.shapes import derived_table
 from lake_assets.dynamic_tables.operators.branch import Branch
-from lake_assets.dynamic_tables.queries import key_name
-from lake_assets.dynamic_tables.shapes import derived_table
+from lake_assets.dynamic_tables.runtime.by_key import Touched, now_less_before
+from lake_assets.dynamic_tables.runtime.netting import col
+from lake_assets.dynamic_tables.runtime.queries import key_name
+from lake_assets.dynamic_tables.runtime.sources import Changes
 
 _DERIVED = (
     "the derived table's rows of the keys its changed source rows touch, read now less as last read"

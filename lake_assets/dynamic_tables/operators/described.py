@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from lake_assets.dynamic_tables.keys import join_key
+from lake_assets.dynamic_tables.analyses.keys import join_key
+from lake_assets.dynamic_tables.analyses.shapes import outer_join
 from lake_assets.dynamic_tables.operators.base import RECOMPUTED, Operator, Step
 from lake_assets.dynamic_tables.operators.rows import items_text, set_tree
-from lake_assets.dynamic_tables.queries import references
-from lake_assets.dynamic_tables.shapes import outer_join
+from lake_assets.dynamic_tables.runtime.queries import references
 
 
 def described(query: exp.Expr) -> Operator:

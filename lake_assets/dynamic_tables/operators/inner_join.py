@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 
-from lake_assets.dynamic_tables.incremental import Changes
-from lake_assets.dynamic_tables.netting import signed
 from lake_assets.dynamic_tables.operators.branch import Branch
-from lake_assets.dynamic_tables.queries import references, rewrite
+from lake_assets.dynamic_tables.runtime.netting import signed
+from lake_assets.dynamic_tables.runtime.queries import references, rewrite
+from lake_assets.dynamic_tables.runtime.sources import Changes
 
 _JOIN = "Δ(A ⋈ B) = ΔA ⋈ B now + A as last read ⋈ ΔB"
 

@@ -13,12 +13,12 @@ from pyspark.sql import functions as F
 from sqlglot import exp
 
 from lake_assets.core.names import hidden
-from lake_assets.dynamic_tables.by_key import Touched, now_less_before
-from lake_assets.dynamic_tables.incremental import Changes
-from lake_assets.dynamic_tables.keys import JoinKey, Parameter
+from lake_assets.dynamic_tables.analyses.keys import JoinKey, Parameter
+from lake_assets.dynamic_tables.analyses.shapes import outer_join
 from lake_assets.dynamic_tables.operators.branch import Branch
-from lake_assets.dynamic_tables.queries import references, rewrite
-from lake_assets.dynamic_tables.shapes import outer_join
+from lake_assets.dynamic_tables.runtime.by_key import Touched, now_less_before
+from lake_assets.dynamic_tables.runtime.queries import references, rewrite
+from lake_assets.dynamic_tables.runtime.sources import Changes
 
 _BY_JOIN_KEY = (
     "the rows of the join keys the changed source rows hold (each from its own column), "

@@ -15,18 +15,18 @@ from sqlglot import exp
 
 from lake_assets.core import names
 from lake_assets.core.delta import Commit
-from lake_assets.dynamic_tables.by_key import Touched, read_now
-from lake_assets.dynamic_tables.incremental import null_safe
-from lake_assets.dynamic_tables.netting import col, difference
 from lake_assets.dynamic_tables.operators.base import Line, Operator, Root, Step
 from lake_assets.dynamic_tables.operators.branch import ROWWISE, Branch
 from lake_assets.dynamic_tables.operators.branches import signed_rows
 from lake_assets.dynamic_tables.operators.rows import items_text, set_rule, set_tree
-from lake_assets.dynamic_tables.queries import (
+from lake_assets.dynamic_tables.runtime.by_key import Touched, read_now
+from lake_assets.dynamic_tables.runtime.netting import col, difference
+from lake_assets.dynamic_tables.runtime.queries import (
     key_name,
     rows_restricted,
 )
-from lake_assets.dynamic_tables.writing import Write, write_changes
+from lake_assets.dynamic_tables.runtime.sources import null_safe
+from lake_assets.dynamic_tables.runtime.writing import Write, write_changes
 
 TOUCHED_KEYS = names.hidden("touched_keys")
 _KEYED = (

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from lake_assets.core.delta import Commit
+from lake_assets.dynamic_tables.analyses.shapes import nested_set_operation
 from lake_assets.dynamic_tables.operators.base import Line, Operator, Root, Step
 from lake_assets.dynamic_tables.operators.branch import ROWWISE, Branch
 from lake_assets.dynamic_tables.operators.branches import row_changes
-from lake_assets.dynamic_tables.shapes import nested_set_operation
-from lake_assets.dynamic_tables.writing import Write, write_changes
+from lake_assets.dynamic_tables.runtime.writing import Write, write_changes
 
 UNION = "each branch's changes, added up"
 BY_ROW = "recomputed for the rows the change touches, from each branch's rows of them"

@@ -22,17 +22,17 @@ from lake_assets.core.delta import (
     table_properties,
 )
 from lake_assets.core.entries import Column
-from lake_assets.dynamic_tables.incremental import (
+from lake_assets.dynamic_tables.operators.base import Plan, Stage
+from lake_assets.dynamic_tables.refreshes import REFRESH_MARKER, Read, RefreshCommit, RefreshMode
+from lake_assets.dynamic_tables.runtime.queries import references, rewrite
+from lake_assets.dynamic_tables.runtime.sources import (
     SourceRead,
     register_sources,
     schema_of,
     table_at,
     view_or_self,
 )
-from lake_assets.dynamic_tables.operators.base import Plan, Stage
-from lake_assets.dynamic_tables.queries import references, rewrite
-from lake_assets.dynamic_tables.refreshes import REFRESH_MARKER, Read, RefreshCommit, RefreshMode
-from lake_assets.dynamic_tables.writing import Phases, Write, write_full
+from lake_assets.dynamic_tables.runtime.writing import Phases, Write, write_full
 from lake_assets.tables.engine import create_delta_table
 
 STAGES_FOLDER = "_lake_stages"

@@ -12,10 +12,10 @@ from pyspark.sql import DataFrame
 
 from lake_assets.core.delta import Commit
 from lake_assets.core.names import hidden
-from lake_assets.dynamic_tables.incremental import table_at
+from lake_assets.dynamic_tables.analyses.top import TopN as Ranking
 from lake_assets.dynamic_tables.operators.base import Line, Root, Stage
-from lake_assets.dynamic_tables.top import TopN as Ranking
-from lake_assets.dynamic_tables.writing import Write, write_difference
+from lake_assets.dynamic_tables.runtime.sources import table_at
+from lake_assets.dynamic_tables.runtime.writing import Write, write_difference
 
 _RANKED_VIEW = hidden("ranked")
 _TOP = (

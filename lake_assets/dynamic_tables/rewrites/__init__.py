@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from lake_assets.dynamic_tables.analyses.shapes import derived_table
 from lake_assets.dynamic_tables.rewrites.decorrelate import decorrelate
 from lake_assets.dynamic_tables.rewrites.distinct_aliases import distinct_aliases
 from lake_assets.dynamic_tables.rewrites.drop_sort import ORDER_IGNORED, drop_sort, only_sorts
@@ -13,7 +14,6 @@ from lake_assets.dynamic_tables.rewrites.inline_ctes import inline_ctes
 from lake_assets.dynamic_tables.rewrites.merge_derived import merge_derived
 from lake_assets.dynamic_tables.rewrites.qualify import qualify
 from lake_assets.dynamic_tables.rewrites.scope import Columns, Pass
-from lake_assets.dynamic_tables.shapes import derived_table
 
 __all__ = ["PASSES", "Columns", "Pass", "notes", "runnable"]
 

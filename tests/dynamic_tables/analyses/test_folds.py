@@ -8,7 +8,7 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from lake_assets.dynamic_tables.folds import (
+from lake_assets.dynamic_tables.analyses.folds import (
     AVG,
     COUNT,
     COUNT_DISTINCT,

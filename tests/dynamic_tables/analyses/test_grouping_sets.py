@@ -8,7 +8,7 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from lake_assets.dynamic_tables.grouping_sets import Sets, grouping_sets, in_set
+from lake_assets.dynamic_tables.analyses.grouping_sets import Sets, grouping_sets, in_set
 from tests.dynamic_tables.analyses.cases import cases
 
 

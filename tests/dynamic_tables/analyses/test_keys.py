@@ -8,7 +8,7 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from lake_assets.dynamic_tables.keys import JoinKey, join_key, key_of, uncorrelated
+from lake_assets.dynamic_tables.analyses.keys import JoinKey, join_key, key_of, uncorrelated
 
 
 def select(sql: str) -> exp.Select:

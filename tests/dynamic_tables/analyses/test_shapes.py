@@ -8,7 +8,7 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from lake_assets.dynamic_tables.shapes import (
+from lake_assets.dynamic_tables.analyses.shapes import (
     NON_DETERMINISTIC,
     by_join_key,
     derived_table,

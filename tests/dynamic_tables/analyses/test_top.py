@@ -8,7 +8,7 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from lake_assets.dynamic_tables.top import Ordering, TopN, top_n
+from lake_assets.dynamic_tables.analyses.top import Ordering, TopN, top_n
 from tests.dynamic_tables.analyses.cases import cases
 
 

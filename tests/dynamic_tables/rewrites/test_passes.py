@@ -1,18 +1,17 @@
 """Each rewrite pass on its own, and the whole chain (runnable), on the cases of
-fixtures/<pass>.sql, so that a pass is checked without Spark: each case a `# title:` line, an
-optional `# columns: t(a, b), u(c)` line (the sources' columns the passes are given), its input
-statement, then the statement the input rewrites to; cases are apart by a blank line. Both
-statements are compared as Spark SQL, so their layout does not matter."""
+fixtures/<pass>.sql (see tests/dynamic_tables/fixture_cases.py), so that a pass is checked
+without Spark: each input and the statement it rewrites to are compared as Spark SQL, so their
+layout does not matter."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 import sqlglot
 
 from lake_assets.dynamic_tables.rewrites import PASSES, Columns, Pass, notes, runnable
+from tests.dynamic_tables.fixture_cases import read_cases
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BY_NAME: dict[str, Pass] = {rewrite.__name__: rewrite for rewrite in PASSES}
@@ -22,30 +21,13 @@ def chain(expression: sqlglot.exp.Expr, **context: Columns) -> sqlglot.exp.Expr:
     return runnable(expression, context.get("columns"))
 
 
-def columns(line: str) -> dict[str, list[str]]:
-    """`t(a, b), u(c)` as {"t": ["a", "b"], "u": ["c"]}."""
-    return {
-        table: [name.strip() for name in names.split(",")]
-        for table, names in re.findall(r"(\w+)\(([^)]*)\)", line)
-    }
-
-
 def cases(name: str) -> list[pytest.ParameterSet]:
     """The cases of fixtures/`name`.sql: (input, expected, columns), named by their titles."""
-    found = []
-    for block in (FIXTURES / f"{name}.sql").read_text().strip().split("\n\n"):
-        title, *lines = block.strip().splitlines()
-        assert title.startswith("# title: "), f"{name}: a case opens with its title: {title}"
-        given: dict[str, list[str]] = {}
-        if lines[0].startswith("# columns: "):
-            given = columns(lines.pop(0))
-        statements = " ".join(line.strip() for line in lines).split(";")
-        assert statements.pop().strip() == "", f"{name}: {title} ends with ';'"
-        assert len(statements) == 2, f"{name}: {title} is an input and its rewrite"
-        found.append(pytest.param(*statements, given, id=title.removeprefix("# title: ")))
-    ids = [case.id for case in found]
-    assert len(set(ids)) == len(ids), f"{name}: two cases of one title"
-    return found
+    found = read_cases(FIXTURES / f"{name}.sql")
+    assert all(len(case.expected) == 1 for case in found), f"{name}: an input and its rewrite"
+    return [
+        pytest.param(case.given, case.expected[0], case.columns, id=case.title) for case in found
+    ]
 
 
 def spark(sql: str) -> str:
@@ -54,7 +36,7 @@ def spark(sql: str) -> str:
 
 def test_every_pass_has_its_fixture_file_and_every_file_its_pass() -> None:
     files = {path.stem for path in FIXTURES.glob("*.sql")}
-    assert files == {*BY_NAME, "runnable"}
+    assert files == {*BY_NAME, "runnable", "stages"}  # stages: see test_stages
 
 
 @pytest.mark.parametrize(

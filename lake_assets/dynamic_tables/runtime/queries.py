@@ -10,8 +10,8 @@ from pyspark.sql.types import DataType
 from sqlglot import exp
 
 from lake_assets.core import names
-from lake_assets.dynamic_tables.folds import Aggregate
-from lake_assets.dynamic_tables.shapes import nested_set_operation
+from lake_assets.dynamic_tables.analyses.folds import Aggregate
+from lake_assets.dynamic_tables.analyses.shapes import nested_set_operation
 from lake_assets.sql.binding import table_references
 from lake_assets.sql.types import same
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from lake_assets.core import names
-from lake_assets.dynamic_tables.grouping_sets import Sets, grouping_sets, in_set
-from lake_assets.dynamic_tables.keys import uncorrelated
+from lake_assets.dynamic_tables.analyses.grouping_sets import Sets, grouping_sets, in_set
+from lake_assets.dynamic_tables.analyses.keys import uncorrelated
 
 STAGE_PREFIX = names.hidden("stage_")
 # The one column of a scalar subquery's stage.

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 import sqlglot
 
-from lake_assets.dynamic_tables.keys import join_key
+from lake_assets.dynamic_tables.analyses.keys import join_key
 from lake_assets.dynamic_tables.lowering import classify
 from lake_assets.dynamic_tables.operators.aggregate import ROWS, Aggregate
 from lake_assets.dynamic_tables.operators.base import Plan
 from lake_assets.dynamic_tables.operators.recompute import RecomputeByKey
 from lake_assets.dynamic_tables.operators.rows import Rows
 from lake_assets.dynamic_tables.operators.top_n import TopN
-from lake_assets.dynamic_tables.stages import VALUE
+from lake_assets.dynamic_tables.rewrites.stages import VALUE
 
 PROJECTION, AGGREGATE, KEYED, TOP_N = Rows, Aggregate, RecomputeByKey, TopN
 

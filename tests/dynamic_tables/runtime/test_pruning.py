@@ -11,10 +11,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from lake_assets.core.delta import history
-from lake_assets.dynamic_tables import pruning
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
-from lake_assets.dynamic_tables.incremental import table_at
 from lake_assets.dynamic_tables.refresh import refresh
+from lake_assets.dynamic_tables.runtime import pruning
+from lake_assets.dynamic_tables.runtime.sources import table_at
 from lake_assets.session import LakeSession
 
 

@@ -18,9 +18,11 @@ from lake_assets.core.commits import Fence, committing, fenced_write
 from lake_assets.core.delta import MATERIALIZE_SOURCE_CONF, Commit, delta_ref, quote_name
 from lake_assets.core.errors import LakeError
 from lake_assets.core.names import hidden
-from lake_assets.dynamic_tables import pruning
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
-from lake_assets.dynamic_tables.incremental import (
+from lake_assets.dynamic_tables.refreshes import RefreshCommit
+from lake_assets.dynamic_tables.runtime import pruning
+from lake_assets.dynamic_tables.runtime.netting import MULT, col, copies, difference
+from lake_assets.dynamic_tables.runtime.sources import (
     Changes,
     SourceRead,
     full_result,
@@ -28,8 +30,6 @@ from lake_assets.dynamic_tables.incremental import (
     register_sources,
     table_at,
 )
-from lake_assets.dynamic_tables.netting import MULT, col, copies, difference
-from lake_assets.dynamic_tables.refreshes import RefreshCommit
 from lake_assets.sql.types import holds_map
 
 # Where tests kill this process to prove crash safety (LAKE_FAILPOINT=<name>).

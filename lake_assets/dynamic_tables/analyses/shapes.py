@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from lake_assets.dynamic_tables.keys import join_key, key_of
+from lake_assets.dynamic_tables.analyses.keys import join_key, key_of
 
 # Functions sqlglot leaves anonymous whose value is not decided by their arguments: Spark's
 # random and row-position functions, the clock and the session, and calls into Java methods.

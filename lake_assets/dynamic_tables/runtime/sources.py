@@ -16,8 +16,8 @@ from sqlglot import exp
 from lake_assets.core.delta import commits_from, quote_name
 from lake_assets.core.delta import row_changes as delta_row_changes
 from lake_assets.core.names import hidden
-from lake_assets.dynamic_tables.netting import MULT, col, copies, free_name, netted
-from lake_assets.dynamic_tables.queries import rewrite
+from lake_assets.dynamic_tables.runtime.netting import MULT, col, copies, free_name, netted
+from lake_assets.dynamic_tables.runtime.queries import rewrite
 from lake_assets.sql.types import same
 
 _CDF_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")

@@ -13,9 +13,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql.types import DataType
 from sqlglot import exp
 
-from lake_assets.dynamic_tables.incremental import Changes
-from lake_assets.dynamic_tables.netting import signed
-from lake_assets.dynamic_tables.queries import keys_restricted, rewrite
+from lake_assets.dynamic_tables.runtime.netting import signed
+from lake_assets.dynamic_tables.runtime.queries import keys_restricted, rewrite
+from lake_assets.dynamic_tables.runtime.sources import Changes
 
 
 @dataclass(frozen=True)

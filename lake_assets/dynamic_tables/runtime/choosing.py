@@ -11,8 +11,8 @@ from pyspark.sql import SparkSession
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.dynamic_tables.entry import DynamicTableEntry, RefreshModeChoice
-from lake_assets.dynamic_tables.incremental import SourceRead, commit_changes
 from lake_assets.dynamic_tables.operators.base import Plan
+from lake_assets.dynamic_tables.runtime.sources import SourceRead, commit_changes
 
 # AUTO recomputes once the rows changed since the last refresh reach this share of the sources'
 # rows: reading and folding that many changes costs about what reading the sources whole does.

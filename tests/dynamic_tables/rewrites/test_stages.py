@@ -6,12 +6,15 @@ query over its stages, then each stage as `stage_N: its query` (stage_N for its 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 import sqlglot
 
-from lake_assets.dynamic_tables.stages import STAGE_PREFIX, Staged, stage_name, staged
-from tests.dynamic_tables.analyses.cases import cases
+from lake_assets.dynamic_tables.rewrites.stages import STAGE_PREFIX, Staged, stage_name, staged
+from tests.dynamic_tables.fixture_cases import read_cases
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def staged_sql(sql: str) -> Staged | None:
@@ -31,7 +34,13 @@ def written(found: Staged) -> list[str]:
     return [query] + [named(f"{name}: {part.sql(dialect='spark')}") for name, part in found.parts]
 
 
-@pytest.mark.parametrize(("sql", "expected"), cases("stages.sql"))
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        pytest.param(case.given, case.expected, id=case.title)
+        for case in read_cases(FIXTURES / "stages.sql")
+    ],
+)
 def test_the_query_over_its_stages_and_each_stage(sql: str, expected: list[str]) -> None:
     found = staged_sql(sql)
     assert found is not None
