@@ -442,7 +442,8 @@ def test_top_n_reads_its_top_from_the_ranked_rows(spark, initial, steps):
 def test_compositions_of_top_n_derived_tables_and_scalar_subqueries(spark, initial, steps):
     """Rules composed by the tree: the top rows of a windowed query and of a DISTINCT; a derived
     table that is a top-N, filtered (a stage holding its own ranked rows); scalar subqueries in
-    the SELECT list and inside CASE (one-row stages joined to every row)."""
+    the SELECT list and inside CASE (one-row stages joined to every row), and a row of them
+    without FROM."""
     check_history(
         spark,
         {
@@ -455,6 +456,8 @@ def test_compositions_of_top_n_derived_tables_and_scalar_subqueries(spark, initi
             "scalars": "SELECT s.id, (SELECT COUNT(*) FROM dim d) AS dims, CASE WHEN (SELECT "
             "COUNT(*) FROM dim d2) > 2 THEN (SELECT AVG(d3.weight) FROM dim d3) ELSE 0 END AS w "
             "FROM src s",
+            "row_of_scalars": "SELECT CASE WHEN (SELECT COUNT(*) FROM src s) > 2 THEN (SELECT "
+            "SUM(d.weight) FROM dim d) ELSE -1 END AS w",
         },
         initial,
         steps,

@@ -50,6 +50,7 @@ def hidden_write(
     versions its last record names up to the refresh's."""
     spark, entry = job.spark, job.entry
     read_names = {table.name.lower() for table in references(plan.query)}
+    read_names |= {stage.name for stage in plan.all_stages()}  # a top-N reads its ranked rows
     reads = [read for read in job.reads if read.name in read_names]
     hidden = replace(
         entry,

@@ -150,10 +150,10 @@ def _derived_column(column: exp.Column) -> bool:
 
 def _scalars_staged(select: exp.Select, parts: list[tuple[str, exp.Query]]) -> None:
     """Each scalar subquery of the WHERE and the SELECT list becomes a one-row stage joined to
-    every row, and the subquery its value."""
+    every row, and the subquery its value; a query without FROM (a row of scalars) reads the
+    first stage as its FROM."""
     where = select.args.get("where")
-    named = [item for item in select.expressions if not _unnamed(item)]
-    within = [*named, *([where] if where is not None else [])]
+    within = [*select.expressions, *([where] if where is not None else [])]
     found = [subquery for part in within for subquery in part.find_all(exp.Subquery)]
     for subquery in found:
         if not _scalar(subquery, select):
@@ -164,7 +164,10 @@ def _scalars_staged(select: exp.Select, parts: list[tuple[str, exp.Query]]) -> N
         alias = names.hidden(f"scalar_{len(parts)}")
         parts.append((name, part))
         subquery.replace(exp.column(VALUE, table=alias))
-        select.join(_read_as(name, alias), join_type="CROSS", copy=False)
+        if select.args.get("from_") or select.args.get("from"):
+            select.join(_read_as(name, alias), join_type="CROSS", copy=False)
+        else:
+            select.from_(_read_as(name, alias), copy=False)
 
 
 def _groups_staged(select: exp.Select, parts: list[tuple[str, exp.Query]]) -> exp.Select | None:

@@ -26,9 +26,10 @@ class Touched:
     view: str
 
     @classmethod
-    def held(cls, keys: DataFrame, view: str) -> Touched:
-        """`keys` computed once (the statements that read them do not recompute them)."""
-        frame = keys.distinct().localCheckpoint()
+    def held(cls, keys: DataFrame, view: str, distinct: bool = True) -> Touched:
+        """`keys` computed once (the statements that read them do not recompute them), each
+        once unless they are known to be (`distinct` off: a MAP key cannot be deduplicated)."""
+        frame = (keys.distinct() if distinct else keys).localCheckpoint()
         frame.createOrReplaceTempView(view)
         return cls(frame, view)
 
