@@ -40,6 +40,7 @@ LONGEST = (
     "tests/dynamic_tables/test_tpch.py",
     "tests/test_scale_out.py",
     "tests/dynamic_tables/test_properties.py",
+    "tests/dynamic_tables/test_properties_subqueries.py",
 )
 
 
