@@ -9,12 +9,12 @@ from collections.abc import Collection, Mapping
 from sqlglot import exp
 
 from lake_assets.core.results import Result
+from lake_assets.dynamic_tables.choosing import auto_rule
 from lake_assets.dynamic_tables.entry import RefreshModeChoice
 from lake_assets.dynamic_tables.lowering import classify
 from lake_assets.dynamic_tables.operators.base import Operator
 from lake_assets.dynamic_tables.operators.described import described
 from lake_assets.dynamic_tables.rewrites import notes
-from lake_assets.dynamic_tables.runtime.choosing import auto_rule
 
 COLUMNS = ["operator", "refresh"]
 _INDENT = "  "

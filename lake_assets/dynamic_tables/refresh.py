@@ -31,6 +31,7 @@ from lake_assets.core.entries import StoredRelation, now_utc
 from lake_assets.core.errors import LakeError
 from lake_assets.core.log_check import ensure_log_intact
 from lake_assets.core.spark_errors import as_lake_error
+from lake_assets.dynamic_tables.choosing import compiled, estimate, why_full
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.lowering import classify
 from lake_assets.dynamic_tables.operators.base import Plan
@@ -46,7 +47,6 @@ from lake_assets.dynamic_tables.refreshes import (
     RefreshTrigger,
 )
 from lake_assets.dynamic_tables.rewrites import runnable
-from lake_assets.dynamic_tables.runtime.choosing import compiled, estimate, why_full
 from lake_assets.dynamic_tables.runtime.sources import (
     SourceRead,
     incremental_conf,

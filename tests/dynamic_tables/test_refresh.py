@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 from lake_assets.core import failpoints
 from lake_assets.core.delta import history
 from lake_assets.core.errors import LakeError
+from lake_assets.dynamic_tables import choosing
 from lake_assets.dynamic_tables import refresh as dynamic
 from lake_assets.dynamic_tables.describing import HISTORY_COLUMNS
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
@@ -21,7 +22,6 @@ from lake_assets.dynamic_tables.operators import aggregate
 from lake_assets.dynamic_tables.operators.stage import STAGE_AFTER_COMMIT, STAGES_FOLDER
 from lake_assets.dynamic_tables.refresh import REFRESH_AFTER_COMMIT
 from lake_assets.dynamic_tables.refreshes import REFRESHES, RefreshTrigger
-from lake_assets.dynamic_tables.runtime import choosing
 from lake_assets.dynamic_tables.runtime.writing import REFRESH_BEFORE_COMMIT
 from lake_assets.session import LakeSession
 from lake_assets.tables.entry import TableEntry

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import sqlglot
 
-from lake_assets.dynamic_tables.entry import DynamicTableEntry, RefreshModeChoice
-from lake_assets.dynamic_tables.lowering import classify
-from lake_assets.dynamic_tables.runtime.choosing import (
+from lake_assets.dynamic_tables.choosing import (
     AUTO_MIN_ROWS,
     COMPILED_MIN_ROWS,
     Estimate,
     compiled,
     why_full,
 )
+from lake_assets.dynamic_tables.entry import DynamicTableEntry, RefreshModeChoice
+from lake_assets.dynamic_tables.lowering import classify
 
 SUMMARY = "SELECT category, COUNT(*) AS n, MIN(dt) AS first FROM sales GROUP BY category"
 JOINED = "SELECT s.id, c.region FROM sales s JOIN customers c ON s.customer = c.id"
