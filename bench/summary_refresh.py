@@ -24,7 +24,7 @@ from pathlib import Path
 from bench.dynamic_refresh import differences, timed_refresh
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.settings import LakeSettings
-from lake_assets.dynamic_tables.runtime import choosing
+from lake_assets.dynamic_tables import choosing
 from lake_assets.session import LakeSession
 from resources.spark import DeltaSparkResource
 from resources.spark_server import free_port, server_url, spawn_server, stop
