@@ -62,10 +62,5 @@ class Branch(Operator):
         return ()
 
     @abstractmethod
-    def signed_rows(
-        self,
-        changes: Changes,
-        names: list[str],
-        index: int,
-    ) -> list[DataFrame]:
+    def signed_rows(self, changes: Changes, names: list[str], index: int) -> list[DataFrame]:
         """The rows (`names` + MULT) the branch gains (+1) and loses (-1), not netted."""

@@ -42,12 +42,7 @@ class DerivedKey(Branch):
         keys = ", ".join(key.sql(dialect="spark") for key in self.keys)
         return f"Derived table by key {keys}"
 
-    def signed_rows(
-        self,
-        changes: Changes,
-        names: list[str],
-        index: int,
-    ) -> list[DataFrame]:
+    def signed_rows(self, changes: Changes, names: list[str], index: int) -> list[DataFrame]:
         inner = self.derived.this
         columns = [key_name(position) for position in range(len(self.keys))]
         changed = self.touched.signed_rows(changes, columns, index)

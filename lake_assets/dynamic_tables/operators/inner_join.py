@@ -30,12 +30,7 @@ class InnerJoin(Branch):
     def join_label(self) -> str | None:
         return "Inner join" if len(references(self.select)) > 1 else None
 
-    def signed_rows(
-        self,
-        changes: Changes,
-        names: list[str],
-        index: int,
-    ) -> list[DataFrame]:
+    def signed_rows(self, changes: Changes, names: list[str], index: int) -> list[DataFrame]:
         parts: list[DataFrame] = []
         refs = [table.name.lower() for table in references(self.select)]
         for j, name in enumerate(refs):

@@ -50,12 +50,7 @@ class KeyedJoin(Branch):
     def parameters(self) -> tuple[Parameter, ...]:
         return self.key.parameters
 
-    def signed_rows(
-        self,
-        changes: Changes,
-        names: list[str],
-        index: int,
-    ) -> list[DataFrame]:
+    def signed_rows(self, changes: Changes, names: list[str], index: int) -> list[DataFrame]:
         return _by_join_key(changes, self.select, self.key, names, index)
 
 
