@@ -1,11 +1,10 @@
 """The Python session API on real Spark and Delta: an orders table's STANDARD stream shown, then
-saved by `save_as_table`, frames that consume streams only when saved, and the builder's
-settings. The last test runs the flow over a real `lake spark-server` (Spark Connect)."""
+saved by `save_as_table`, frames that consume streams only when saved, SQL results, names refused
+in one line, and a Dagster asset's session. The last test runs the flow over a real
+`lake spark-server` (Spark Connect)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -19,7 +18,6 @@ from lake_assets.core.commits import STATEMENT_MARKER, decode
 from lake_assets.core.delta import history
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
-from lake_assets.frame_inputs import session_settings
 from lake_assets.frame_proxies import LakeFrame
 from lake_assets.frames import SqlResult
 from lake_assets.session import Session
@@ -57,25 +55,6 @@ def offset(session: Session, stream: str) -> int:
 
 def table_rows(session: Session, name: str) -> list[tuple]:
     return sorted(tuple(row) for row in session.table(name).collect())
-
-
-def orders_stream_setup(session: Session) -> None:
-    """Orders with change tracking, three rows and a STANDARD stream, a call per statement."""
-    session.sql(ORDERS).collect()
-    session.sql("""
-        ALTER TABLE orders SET PROPERTIES ('change_tracking' = 'true')
-    """).collect()
-    session.sql("""
-        INSERT INTO orders VALUES
-            (1, 'Alice', 1000.00, 'active'),
-            (2, 'Bob', 2000.00, 'active'),
-            (3, 'Carol', 500.00, 'active')
-    """).collect()
-    session.sql("""
-        CREATE TABLE STREAM orders_stream
-        ON TABLE orders
-        WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD')
-    """).collect()
 
 
 def small_setup(session: Session) -> None:
@@ -324,54 +303,6 @@ def test_unknown_names_and_settings_are_one_clear_line(session: Session) -> None
         Session.builder.config("spark_conf", "a=b")
     chained = Session.builder.config("schema", "PUBLIC").config("vcluster", "default")
     assert chained is not Session.builder  # every Session.builder is a fresh one
-
-
-def test_absent_settings_fall_back_to_the_environment(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setenv("LAKE_HOME", str(tmp_path / "env-home"))
-    monkeypatch.setenv("LAKE_SPARK_MASTER", "local[1]")
-    monkeypatch.setenv("LAKE_SPARK_CONF", "spark.a=1,spark.b=2")
-    monkeypatch.setenv("LAKE_SPARK_REMOTE", "sc://127.0.0.1:15999")
-    assert session_settings({"schema": "public", "vcluster": "default"}) == (
-        LakeSettings.from_env()
-    )
-    chosen = session_settings(
-        {"lake_home": tmp_path, "spark_conf": {"spark.b": 3}, "spark_remote": None}
-    )
-    assert (chosen.lake_home, chosen.spark_master, chosen.spark_conf, chosen.spark_remote) == (
-        tmp_path,
-        "local[1]",
-        {"spark.a": "1", "spark.b": "3"},
-        None,
-    )
-
-
-def test_create_builds_a_session_on_the_projects_spark_resource(
-    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv("LAKE_SPARK_REMOTE", raising=False)
-    session = Session.builder.configs(
-        {"lake_home": str(tmp_path), "schema": "public", "vcluster": "default"}
-    ).create()
-    assert session.lake.catalog.url.endswith(str(tmp_path / "catalog.db"))
-    assert session.sql("SHOW TABLES").collect() == []  # no Spark needed
-    assert session.spark is spark  # the process's JVM session, as the resource builds it
-
-
-@pytest.mark.slow
-def test_the_session_module_loads_no_dagster() -> None:
-    code = (
-        "import sys\n"
-        "from lake_assets.session import Session\n"
-        "from lake_assets import functions as F\n"
-        "assert Session.__module__ == 'lake_assets.frames' and F.col\n"
-        "print(sorted(m for m in sys.modules if m.startswith('dagster')))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert done.stdout.strip() == "[]"
 
 
 def test_a_dagster_asset_builds_a_session_on_the_projects_spark_resource(

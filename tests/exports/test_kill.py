@@ -12,15 +12,7 @@ import pytest
 
 from lake_assets.exports.run import EXPORT_AFTER_WRITE
 from lake_assets.session import LakeSession
-from tests.exports.test_engine import (
-    KEYED,
-    commit_times,
-    message,
-    ranged,
-    records,
-    run,
-    status,
-)
+from tests.exports.export_helpers import KEYED, commit_times, message, ranged, records, run, status
 from tests.ingest_helpers import files, local_volume
 from tests.streams.test_kill import killed_at
 

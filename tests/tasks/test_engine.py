@@ -21,7 +21,7 @@ from lake_assets.tasks.entry import RunClaim, TaskEntry, TaskTrigger
 from lake_assets.tasks.run_history import RUNS, TaskRunRecord
 from lake_assets.tasks.runs import run_task
 from tests.ingest_helpers import local_volume, refused
-from tests.streams.test_engine import message, rows
+from tests.streams.stream_helpers import message, rows
 
 # Append-only streams turn on the change data feed alone (row tracking costs each commit ~0.75 s).
 SOURCE = (
