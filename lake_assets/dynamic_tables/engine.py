@@ -102,7 +102,7 @@ def create_dynamic_table(session: Context, stmt: CreateDynamicTable) -> Result:
         source_read(spark, name, relation, None, index)
         for index, (name, relation) in enumerate(stored.items())
     ]
-    stage_views(spark, plan, reads)
+    stage_views(spark, plan, reads)  # registers the sources' views too, once
     # The columns are the query's as written (a query over stages names its items otherwise);
     # the state columns, those its plan appends.
     visible = schema_of(spark, query, reads)

@@ -166,7 +166,7 @@ def _merge(node: Aggregate, job: Write) -> Commit:
     source = removed.select(*merge_columns).unionAll(updated.select(*merge_columns))
     may_recompute = _may_recompute(node, argument_types, _only_gained(env, node))
     if may_recompute and not to_recompute.isEmpty():
-        touched = Touched.held(recompute_keys, RECOMPUTE_KEYS, distinct=False)  # one per group
+        touched = Touched.held(recompute_keys, RECOMPUTE_KEYS, distinct=False)  # state is computed
         recomputed = _recomputed_groups(env, node, columns, touched)
         source = source.unionAll(recomputed).localCheckpoint()
     key_fields = [field for field in schema.fields if field.name in keys.values()]

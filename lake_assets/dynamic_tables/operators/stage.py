@@ -99,6 +99,7 @@ def _prepare(
         if table_at(spark, location, latest_version(spark, location)).columns == names:
             return
         remove_location(location)
+    register_sources(spark, reads, changes=False)
     fields = schema_of(spark, plan.stateful, reads)
     definitions = [
         f"{quote_name(name)} {field.dataType.simpleString()}"

@@ -27,9 +27,10 @@ class Touched:
 
     @classmethod
     def held(cls, keys: DataFrame, view: str, distinct: bool = True) -> Touched:
-        """`keys` computed once (the statements that read them do not recompute them), each
-        once unless they are known to be (`distinct` off: a MAP key cannot be deduplicated)."""
-        frame = (keys.distinct() if distinct else keys).localCheckpoint()
+        """`keys` deduplicated and computed once (the statements that read them do not recompute
+        them); `distinct` off, taken as they are: keys already computed once each (a MAP key
+        cannot be deduplicated)."""
+        frame = keys.distinct().localCheckpoint() if distinct else keys
         frame.createOrReplaceTempView(view)
         return cls(frame, view)
 

@@ -113,10 +113,10 @@ def full_result(
 
 
 def schema_of(spark: SparkSession, query: exp.Expr, reads: list[SourceRead]) -> list[StructField]:
-    """The columns `query` returns over the sources as read now, learned from Spark's analysis
-    of it (no job runs): the one way a dynamic table's or a hidden table's columns are known."""
+    """The columns `query` returns over the sources as read now (registered by the caller: see
+    register_sources), learned from Spark's analysis of it (no job runs): the one way a dynamic
+    table's or a hidden table's columns are known."""
     by_name = {read.name: read for read in reads}
-    register_sources(spark, reads, changes=False)
     return spark.sql(
         rewrite(query, lambda _, name: view_or_self(by_name, name, "new"))
     ).schema.fields
