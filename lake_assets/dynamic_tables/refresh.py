@@ -46,7 +46,6 @@ from lake_assets.dynamic_tables.refreshes import (
     RefreshState,
     RefreshTrigger,
 )
-from lake_assets.dynamic_tables.rewrites import runnable
 from lake_assets.dynamic_tables.runtime.sources import (
     SourceRead,
     incremental_conf,
@@ -114,13 +113,10 @@ def source_columns(catalog: Catalog, sources: Iterable[str]) -> dict[str, list[s
     }
 
 
-def query_of(entry: DynamicTableEntry, catalog: Catalog) -> exp.Expr:
-    """The query a refresh runs (see rewrites.runnable)."""
-    return runnable(definition_of(entry), source_columns(catalog, entry.sources))
-
-
 def plan_of(entry: DynamicTableEntry, catalog: Catalog) -> Plan:
-    return classify(query_of(entry, catalog))
+    """The plan of the query as a refresh runs it (see lowering.classify)."""
+    query, columns = definition_of(entry), source_columns(catalog, entry.sources)
+    return classify(query, columns)
 
 
 def untracked(catalog: Catalog, entry: DynamicTableEntry) -> list[str]:
@@ -216,14 +212,7 @@ def _refresh(
     full: bool,
 ) -> RefreshOutcome:
     phases = Phases()
-    previous, fence = _reconcile(spark, catalog, entry)
-    dt_version = fence.version
-    entry = catalog.get(DynamicTableEntry, entry.name)
-    rows_before = (
-        entry.row_count
-        if entry.version == dt_version and entry.row_count is not None
-        else row_count(spark, entry.location, dt_version)
-    )
+    previous, fence, rows_before = _reconcile(spark, catalog, entry)
     plan = plan_of(entry, catalog)
     enabled = untracked(catalog, entry)
     for name in enabled:
@@ -277,14 +266,14 @@ def _refresh(
         metadata.mode, metadata.reason = RefreshMode.FULL, reason
         commit = plan.write(job, full=True)
     failpoints.reached(REFRESH_AFTER_COMMIT)
-    if plan.hidden != entry.hidden:
-        entry = catalog.update(
-            DynamicTableEntry, entry.name, lambda stored: replace(stored, hidden=plan.hidden)
-        )
     record = _record_from_commit(entry.name, commit, None)
     record = replace(record, end_time=now_utc(), duration=time.monotonic() - clock)
     REFRESHES.record(catalog, record)
     rows_after = rows_before + (record.rows_inserted or 0) - (record.rows_deleted or 0)
+    if plan.hidden != entry.hidden:  # a crash before this only costs the next refresh a FULL one
+        entry = catalog.update(
+            DynamicTableEntry, entry.name, lambda stored: replace(stored, hidden=plan.hidden)
+        )
     catalog.record_table_state(entry, commit.version, rows_after)
     phases.end("record")
     return _outcome(record, phases)
@@ -357,19 +346,22 @@ def _record_from_commit(name: str, commit: Commit, record: RefreshCommit | None)
 
 def _reconcile(
     spark: SparkSession, catalog: Catalog, entry: DynamicTableEntry
-) -> tuple[RefreshCommit | None, Fence]:
+) -> tuple[RefreshCommit | None, Fence, int]:
     """The last refresh committed as of the table's current version, by its record (re-indexed
-    if the index missed it), and the fence of a refresh that starts from both: it holds against
-    every refresh that committed since, whatever else committed too."""
+    if the index missed it), the fence of a refresh that starts from both (it holds against
+    every refresh that committed since, whatever else committed too), and the table's rows."""
     ensure_log_intact(entry)
     version = latest_version(spark, entry.location)
     app_id = f"lake-refresh-{Path(entry.location).name}"
     fence, found = fence_at(spark, entry.location, app_id, REFRESH_MARKER, version)
+    rows = entry.row_count
+    if entry.version != version or rows is None:
+        rows = row_count(spark, entry.location, version)
     if found is None:
-        return None, fence
+        return None, fence, rows
     commit, decoded = found
     record = RefreshCommit.from_json(decoded)
     REFRESHES.record(catalog, _record_from_commit(entry.name, commit, record))
     if entry.version != version:
-        catalog.record_table_state(entry, version, row_count(spark, entry.location, version))
-    return record, fence
+        catalog.record_table_state(entry, version, rows)
+    return record, fence, rows

@@ -25,16 +25,18 @@ from lake_assets.dynamic_tables.operators.aggregate_folds import (
     old_name,
     old_value,
 )
-from lake_assets.dynamic_tables.operators.base import Line, Root
+from lake_assets.dynamic_tables.operators.base import Classify, Line, Root
 from lake_assets.dynamic_tables.operators.branch import Branch
-from lake_assets.dynamic_tables.operators.branches import row_changes
+from lake_assets.dynamic_tables.operators.branches import branch, row_changes
 from lake_assets.dynamic_tables.operators.inner_join import InnerJoin
+from lake_assets.dynamic_tables.operators.recompute import RecomputeByKey, keyed
 from lake_assets.dynamic_tables.runtime.by_key import Touched, read_now
 from lake_assets.dynamic_tables.runtime.netting import MULT, col
 from lake_assets.dynamic_tables.runtime.queries import (
     ROW_MARK,
     argument_column,
     key_column,
+    pre_aggregation,
     references,
 )
 from lake_assets.dynamic_tables.runtime.sources import (
@@ -251,3 +253,33 @@ def _recomputed_groups(
     if keys:
         restricted = touched.restricted(restricted, keys)
     return read_now(env, restricted).toDF(*columns).withColumn(OP, F.lit("U"))
+
+
+def lower(query: exp.Expr, classify: Classify) -> Aggregate | RecomputeByKey | str | None:
+    """A SELECT of aggregates: folded group by group, else recomputed by its GROUP BY keys, else
+    why it is refreshed in full."""
+    if not isinstance(query, exp.Select) or not folds.is_aggregate(query):
+        return None
+    lowered = _folded(query)
+    return (keyed(query) or lowered) if isinstance(lowered, str) else lowered
+
+
+def _folded(select: exp.Select) -> Aggregate | str:
+    """A group is updated from its own changed rows only when its keys are all selected."""
+    group = select.args.get("group")
+    problem = folds.grouping_problem(group)
+    if problem:
+        return problem
+    items = [item.unalias() for item in select.expressions]
+    listed = folds.select_list(items)
+    if isinstance(listed, str):
+        return listed
+    keys, aggregates, expressions = listed
+    if group is None and keys:
+        return "an aggregate without GROUP BY selects only aggregates"
+    if group is not None:
+        problem = folds.group_by_problem(select, items, keys)
+        if problem:
+            return problem
+    read: Branch = branch(pre_aggregation(select, keys, aggregates))
+    return Aggregate(select, tuple(keys), tuple(aggregates), tuple(expressions), read)

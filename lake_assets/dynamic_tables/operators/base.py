@@ -5,7 +5,7 @@ the refresh runs it."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -173,3 +173,10 @@ class Plan:
                 if each.name not in seen:
                     seen.add(each.name)
                     yield each
+
+
+# Lowers a part of a query to its plan (a top-N's ranked rows): lowering.classify.
+Classify = Callable[[exp.Expr], Plan]
+# A lowering rule (lowering.LOWERINGS): the root of a query it claims, why the query refreshes
+# FULL, or None to leave the query to the next rule.
+Lowering = Callable[[exp.Expr, Classify], Root | str | None]

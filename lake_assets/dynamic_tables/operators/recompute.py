@@ -15,16 +15,14 @@ from sqlglot import exp
 
 from lake_assets.core import names
 from lake_assets.core.delta import Commit
-from lake_assets.dynamic_tables.operators.base import Line, Operator, Root, Step
+from lake_assets.dynamic_tables.analyses.shapes import keyed_keys, select_problem
+from lake_assets.dynamic_tables.operators.base import Classify, Line, Operator, Root, Step
 from lake_assets.dynamic_tables.operators.branch import ROWWISE, Branch
-from lake_assets.dynamic_tables.operators.branches import signed_rows
+from lake_assets.dynamic_tables.operators.branches import branch, signed_rows
 from lake_assets.dynamic_tables.operators.rows import items_text, set_rule, set_tree
 from lake_assets.dynamic_tables.runtime.by_key import Touched, read_now
 from lake_assets.dynamic_tables.runtime.netting import col, difference
-from lake_assets.dynamic_tables.runtime.queries import (
-    key_name,
-    rows_restricted,
-)
+from lake_assets.dynamic_tables.runtime.queries import key_name, key_rows, rows_restricted
 from lake_assets.dynamic_tables.runtime.sources import null_safe
 from lake_assets.dynamic_tables.runtime.writing import Write, write_changes
 
@@ -120,3 +118,21 @@ class RecomputeByKey(Root):
             .select(*map(col, everything))
         )
         return difference(read_now(changes, restricted), held, everything)
+
+
+def keyed(select: exp.Select) -> RecomputeByKey | None:
+    """GROUP BY (any aggregate, HAVING), DISTINCT and windows with a PARTITION BY over inner
+    joins of tables: the keys a change touches are recomputed."""
+    keys = keyed_keys(select)
+    if not keys:
+        return None
+    return RecomputeByKey(select, tuple(enumerate(keys)), (branch(key_rows(select, keys)),))
+
+
+def lower(query: exp.Expr, classify: Classify) -> RecomputeByKey | str | None:
+    """A SELECT whose rows cannot change row by row (DISTINCT, HAVING, windows …): recomputed
+    by its key, or why it is refreshed in full."""
+    if not isinstance(query, exp.Select):
+        return None
+    problem = select_problem(query)
+    return (keyed(query) or problem) if problem else None

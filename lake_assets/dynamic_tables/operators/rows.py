@@ -11,9 +11,9 @@ from sqlglot import exp
 
 from lake_assets.core.delta import Commit
 from lake_assets.dynamic_tables.analyses.shapes import nested_set_operation
-from lake_assets.dynamic_tables.operators.base import Line, Operator, Root, Step
+from lake_assets.dynamic_tables.operators.base import Classify, Line, Operator, Root, Step
 from lake_assets.dynamic_tables.operators.branch import ROWWISE, Branch
-from lake_assets.dynamic_tables.operators.branches import row_changes
+from lake_assets.dynamic_tables.operators.branches import branch, row_changes
 from lake_assets.dynamic_tables.runtime.writing import Write, write_changes
 
 UNION = "each branch's changes, added up"
@@ -93,3 +93,8 @@ def rows(query: exp.Expr, branches: tuple[Branch, ...]) -> Rows:
     remaining = iter(branches)
     shape = set_tree(query, lambda _: Project(next(remaining)), set_rule)
     return Rows(branches, shape)
+
+
+def lower(query: exp.Expr, classify: Classify) -> Rows | None:
+    """Any other SELECT: its rows change row by row, or by key (see branches)."""
+    return rows(query, (branch(query),)) if isinstance(query, exp.Select) else None

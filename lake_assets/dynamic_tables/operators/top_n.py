@@ -9,11 +9,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
+from sqlglot import exp
 
 from lake_assets.core.delta import Commit
 from lake_assets.core.names import hidden
 from lake_assets.dynamic_tables.analyses.top import TopN as Ranking
-from lake_assets.dynamic_tables.operators.base import Line, Root, Stage
+from lake_assets.dynamic_tables.analyses.top import top_n
+from lake_assets.dynamic_tables.operators.base import Classify, Line, Root, Stage
+from lake_assets.dynamic_tables.rewrites.stages import stage_name
 from lake_assets.dynamic_tables.runtime.sources import table_at
 from lake_assets.dynamic_tables.runtime.writing import Write, write_difference
 
@@ -71,3 +74,18 @@ class TopN(Root):
         rows.createOrReplaceTempView(_RANKED_VIEW)
         items = [ranked_column(i) for i in range(len(job.visible))]
         return job.spark.sql(self.ranking.top(_RANKED_VIEW, items)).toDF(*job.visible)
+
+
+def lower(query: exp.Expr, classify: Classify) -> TopN | str | None:
+    """ORDER BY … LIMIT over a query whose rows can be maintained: its ranked rows a stage."""
+    top = top_n(query)
+    if top is None or isinstance(top, str):
+        return top
+    ranked = classify(top.rows)
+    if ranked.reason:
+        return f"{ranked.reason} (the rows ORDER BY … LIMIT ranks)"
+    order = ", ".join(term.sql(dialect="spark") for term in query.args["order"].expressions)
+    assert isinstance(top.rows, exp.Query), "a top-N ranks the rows of a query"
+    items = len(top.rows.selects) - len(top.hidden)
+    columns = (*map(ranked_column, range(items)), *top.hidden)
+    return TopN(top, Stage(stage_name(top.rows), ranked, columns), order)
