@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+import sqlglot
 
 from lake_assets.dynamic_tables.analyses.keys import join_key
+from lake_assets.dynamic_tables.lowering import classify
 from lake_assets.dynamic_tables.operators.aggregate import ROWS
 from tests.dynamic_tables.lowered import (
     AGGREGATE,
@@ -110,6 +112,14 @@ def test_full_shapes_say_why(sql: str, reason: str) -> None:
     found = plan(sql)
     assert root_of(found) is None
     assert reason in found.reason
+
+
+@pytest.mark.parametrize("name", ["user", "current_time", "localtimestamp"])
+def test_a_name_spark_calls_is_refreshed_in_full_unless_a_source_column_has_it(name: str) -> None:
+    """Spark reads these names without parentheses as the session's user or the clock."""
+    query = sqlglot.parse_one(f"SELECT a, {name} AS v FROM t", read="spark")
+    assert "non-deterministic" in (classify(query, {"t": ["a", "b"]}).reason or "")
+    assert classify(query, {"t": ["a", name.upper()]}).reason is None
 
 
 @pytest.mark.parametrize(

@@ -16,8 +16,8 @@ _NON_DETERMINISTIC_NAMES = {
     "rand", "random", "randn", "uuid", "now", "current_timestamp", "current_date",
     "localtimestamp", "unix_timestamp", "monotonically_increasing_id", "spark_partition_id",
     "input_file_name", "input_file_block_start", "input_file_block_length", "shuffle",
-    "current_user", "session_user", "user", "reflect", "java_method", "try_reflect", "getdate",
-    "sysdate",
+    "current_user", "session_user", "user", "current_time", "reflect", "java_method",
+    "try_reflect", "getdate", "sysdate",
 }  # fmt: skip
 # Every class of sqlglot's expressions whose value is not decided by its arguments: random
 # values, the time of the run, the session, account or server it runs in, and calls of models.

@@ -12,12 +12,14 @@ from lake_assets.dynamic_tables.rewrites.distinct_aliases import distinct_aliase
 from lake_assets.dynamic_tables.rewrites.drop_sort import ORDER_IGNORED, drop_sort, only_sorts
 from lake_assets.dynamic_tables.rewrites.inline_ctes import inline_ctes
 from lake_assets.dynamic_tables.rewrites.merge_derived import merge_derived
+from lake_assets.dynamic_tables.rewrites.niladic_calls import niladic_calls
 from lake_assets.dynamic_tables.rewrites.qualify import qualify
 from lake_assets.dynamic_tables.rewrites.scope import Columns, Pass
 
 __all__ = ["PASSES", "Columns", "Pass", "notes", "runnable"]
 
 PASSES: tuple[Pass, ...] = (
+    niladic_calls,
     inline_ctes,
     drop_sort,
     merge_derived,
@@ -28,8 +30,9 @@ PASSES: tuple[Pass, ...] = (
 
 
 def runnable(query: exp.Expr, columns: Columns | None = None) -> exp.Expr:
-    """The query a dynamic table runs: its CTEs inlined, without an ORDER BY that only sorts, a
-    derived table that only projects merged into it, its conditions' columns qualified by their
+    """The query a dynamic table runs: the names Spark calls written as calls, its CTEs
+    inlined, without an ORDER BY that only sorts, a derived table that only projects merged
+    into it, its conditions' columns qualified by their
     tables (`columns`: the sources' columns by table name), its subqueries' tables under aliases
     of their own, and the subqueries of its WHERE that are semi or anti joins written as joins;
     a derived table it reads is made runnable the same way."""
