@@ -12,6 +12,10 @@ each query, after a round, each of the three refreshes from the same state (each
 change), timed, with where the time went; each table is compared with its query after its
 refresh (rows as multisets). Each query runs two rounds and the second is counted: the first
 warms its plans up.
+With --workload rf a round is TPC-H's own refresh functions instead: RF1 adds 0.1 % new orders
+with their lines under keys above every existing one, RF2 deletes the 0.1 % oldest orders with
+their lines; no dimension changes. The tables are written in dbgen's key order, ROWS_PER_FILE
+rows per file, so that a read restricted to a change's key ranges skips files.
 Goals: 22 of 22 INCREMENTAL; median INCREMENTAL/FULL ≤ 0.2; AUTO never above 1.1 times FULL.
 The integration test (tests/dynamic_tables/test_tpch.py) runs the same rounds at a small scale."""
 
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -34,6 +39,8 @@ from bench.dynamic_refresh import timed_refresh
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import latest_version, row_count
 from lake_assets.core.settings import LakeSettings
+from lake_assets.dynamic_tables.operators import inner_join
+from lake_assets.dynamic_tables.runtime.pruning import ROWS_PER_FILE
 from lake_assets.session import LakeSession
 from lake_assets.tables.entry import TableEntry
 from resources.spark import DeltaSparkResource
@@ -65,9 +72,44 @@ def load(spark: SparkSession, lake: LakeSession, directory: Path) -> None:
         columns = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in frame.schema.fields)
         lake.sql(f"CREATE TABLE {table} ({columns})")
         entry = lake.catalog.get(TableEntry, table)
-        frame.write.format("delta").mode("append").save(entry.location)
+        frame.write.format("delta").mode("append").option("maxRecordsPerFile", ROWS_PER_FILE).save(
+            entry.location
+        )
         version = latest_version(spark, entry.location)
         lake.catalog.record_table_state(entry, version, row_count(spark, entry.location, version))
+
+
+ORDER_COLUMNS = (
+    "o_custkey, o_orderstatus, o_totalprice, o_orderdate, o_orderpriority, o_clerk, "
+    "o_shippriority, o_comment"
+)
+LINE_COLUMNS = (
+    "l_partkey, l_suppkey, l_linenumber, l_quantity + 1, l_extendedprice, l_discount, l_tax, "
+    "l_returnflag, l_linestatus, l_shipdate, l_commitdate, l_receiptdate, l_shipinstruct, "
+    "l_shipmode, l_comment"
+)
+
+
+def refresh_functions(lake: LakeSession, number: int) -> None:
+    """RF1: 0.1 % new orders with their lines, under keys above every existing one (copies of
+    the oldest); RF2: those oldest 0.1 % of the orders deleted with their lines."""
+    (counted,) = lake.sql("SELECT COUNT(*), MAX(o_orderkey) FROM orders")
+    count, top = counted.rows[0]
+    oldest = max(1, int(count) // ROUND_MODULUS)
+    (bounds,) = lake.sql(
+        "SELECT MIN(o_orderkey), MAX(o_orderkey) FROM "
+        f"(SELECT o_orderkey FROM orders ORDER BY o_orderkey LIMIT {oldest})"
+    )
+    low, high = bounds.rows[0]
+    block = f"BETWEEN {low} AND {high}"
+    lake.sql(
+        f"INSERT INTO orders SELECT o_orderkey + {top}, {ORDER_COLUMNS} "
+        f"FROM orders WHERE o_orderkey {block};"
+        f"INSERT INTO lineitem SELECT l_orderkey + {top}, {LINE_COLUMNS} "
+        f"FROM lineitem WHERE l_orderkey {block};"
+        f"DELETE FROM lineitem WHERE l_orderkey {block};"
+        f"DELETE FROM orders WHERE o_orderkey {block}"
+    )
 
 
 def change_round(lake: LakeSession, number: int) -> None:
@@ -79,12 +121,9 @@ def change_round(lake: LakeSession, number: int) -> None:
     picked = f"% {ROUND_MODULUS} = {number % ROUND_MODULUS}"
     dropped = f"% {ROUND_MODULUS} = {(number + 500) % ROUND_MODULUS}"
     lake.sql(
-        f"INSERT INTO orders SELECT o_orderkey + {offset}, o_custkey, o_orderstatus, "
-        f"o_totalprice, o_orderdate, o_orderpriority, o_clerk, o_shippriority, o_comment "
+        f"INSERT INTO orders SELECT o_orderkey + {offset}, {ORDER_COLUMNS} "
         f"FROM orders WHERE o_orderkey {picked};"
-        f"INSERT INTO lineitem SELECT l_orderkey + {offset}, l_partkey, l_suppkey, l_linenumber, "
-        f"l_quantity + 1, l_extendedprice, l_discount, l_tax, l_returnflag, l_linestatus, "
-        f"l_shipdate, l_commitdate, l_receiptdate, l_shipinstruct, l_shipmode, l_comment "
+        f"INSERT INTO lineitem SELECT l_orderkey + {offset}, {LINE_COLUMNS} "
         f"FROM lineitem WHERE l_orderkey {picked};"
         f"DELETE FROM lineitem WHERE l_orderkey {dropped};"
         f"DELETE FROM orders WHERE o_orderkey {dropped};"
@@ -113,7 +152,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--queries", default="1-22", help="e.g. 1-22 or 3,10,18")
+    parser.add_argument("--workload", choices=("spread", "rf"), default="spread")
+    parser.add_argument(
+        "--unrestricted", action="store_true", help="join terms read other sides whole (baseline)"
+    )
     args = parser.parse_args()
+    if args.unrestricted:
+        inner_join.RESTRICT_MIN_ROWS = sys.maxsize
+    changes = refresh_functions if args.workload == "rf" else change_round
     wanted = _numbers(args.queries)
     root = Path(tempfile.mkdtemp(prefix="lake-bench-tpch-"))
     try:
@@ -137,7 +183,7 @@ def main() -> None:
             ))  # fmt: skip
             timed, wrong = {}, 0
             for warm in (True, False):  # the first round warms this query's plans up
-                change_round(lake, 2 * round_number + warm)
+                changes(lake, 2 * round_number + warm)
                 print(f"Q{number}{' (warm-up)' if warm else ''}:", flush=True)
                 for mode, table in tables.items():
                     timed[mode] = timed_refresh(spark, lake.catalog, table, full=False)

@@ -199,7 +199,7 @@ def source_read(
     columns = (
         tuple(c.name for c in relation.columns) if isinstance(relation, DynamicTableEntry) else None
     )
-    return SourceRead(name, relation.location, columns, version, last, index)
+    return SourceRead(name, relation.location, columns, version, last, index, relation.row_count)
 
 
 def _refresh(

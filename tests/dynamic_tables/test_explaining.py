@@ -13,6 +13,10 @@ AUTO = (
     "INCREMENTAL (AUTO: FULL when, on sources of 100,000 rows or more, the rows changed reach 20% "
     "of theirs or applying the changes reads as many rows as recomputing)"
 )
+JOIN = (
+    "Δ(A ⋈ B) = ΔA ⋈ B now + A as last read ⋈ ΔB; a side of 100,000 rows or more is read only "
+    "where its join key lies in the ranges of the change's"
+)
 SCAN = "reads its change data feed from the version the last refresh read to now"
 SEMI_RULE = (
     "the rows of the join keys the changed source rows hold (each from its own column), "
@@ -41,7 +45,7 @@ def test_an_incremental_query_lists_each_operator_with_its_rule() -> None:
         ("  agg COUNT(*)", "folded into the group's hidden state"),
         ("  agg MIN(t.c)", "folded; a group whose extreme was deleted is recomputed"),
         ("  Filter t.b > 0", "applied to the changed rows alone"),
-        ("    Inner join", "Δ(A ⋈ B) = ΔA ⋈ B now + A as last read ⋈ ΔB"),
+        ("    Inner join", JOIN),
         ("      Scan t", SCAN),
         ("      Scan u", SCAN),
     ]  # fmt: skip

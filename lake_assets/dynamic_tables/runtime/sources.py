@@ -33,6 +33,8 @@ class SourceRead:
     version: int
     previous: int | None
     index: int
+    # Its rows when last counted (the catalog's figure), None when not known.
+    rows: int | None = None
 
     @property
     def changed(self) -> bool:
