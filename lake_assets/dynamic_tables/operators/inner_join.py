@@ -75,10 +75,7 @@ class InnerJoin(Branch):
         ]
         if not large:
             return self.select
-        changed = changes.reads[tables[j].name.lower()]
-        delta = changes.spark.table(changed.view("pos")).unionAll(
-            changes.spark.table(changed.view("neg"))
-        )
+        delta = changes.delta(changes.reads[tables[j].name.lower()])
         fields = {field.name.lower(): field for field in delta.schema.fields}
         select = self.select
         for _, table in large:

@@ -137,6 +137,7 @@ class Changes:
     spark: SparkSession
     reads: dict[str, SourceRead]
     registered: set[str] = field(default_factory=set)
+    settled: set[str] = field(default_factory=set)
 
     def now(self, name: str) -> str:
         """The relation to read for `name` as read now."""
@@ -146,6 +147,22 @@ class Changes:
         """The relation to read for `name` as the last refresh read it."""
         read = self.reads.get(name)
         return self.last_read(read) if read is not None and read.changed else self.now(name)
+
+    def delta(self, read: SourceRead) -> DataFrame:
+        """The source's rows gained and lost, its change data feed read once for the rest of
+        the refresh (its `pos` and `neg` views then read that): for rules that read them more
+        than once, as a restricted join does."""
+        if read.name not in self.settled:
+            gained = self.spark.table(read.view("pos"))
+            side = free_name(hidden("gained"), gained.columns)
+            both = gained.withColumn(side, F.lit(True)).unionAll(
+                self.spark.table(read.view("neg")).withColumn(side, F.lit(False))
+            )
+            both = both.localCheckpoint()
+            both.filter(F.col(side)).drop(side).createOrReplaceTempView(read.view("pos"))
+            both.filter(~F.col(side)).drop(side).createOrReplaceTempView(read.view("neg"))
+            self.settled.add(read.name)
+        return self.spark.table(read.view("pos")).unionAll(self.spark.table(read.view("neg")))
 
     def last_read(self, read: SourceRead) -> str:
         """The source as the last refresh read it."""
