@@ -38,6 +38,12 @@ from resources.jvm import (
 from resources.s3a import endpoint_settings
 
 _LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+# Every Spark JVM runs in UTC, as SQL does (spark.sql.session.timeZone), whatever the host's zone:
+# on a JVM in another zone Delta distrusts the file lists it can keep in checksum files (off
+# below, unless LAKE_SPARK_CONF turns them on) and replays the table's whole log after every
+# commit to check them: 42 Spark jobs instead of 34 for bench/statement_jobs.py's round of nine
+# statements on a host in America/New_York with the lists kept.
+_JVM_ZONE = "-Duser.timezone=UTC"
 DEFAULT_CONNECT_PORT = 15002
 
 
@@ -56,17 +62,20 @@ def spark_conf(settings: LakeSettings, environ: Mapping[str, str] | None = None)
         # 'netChanges')`), which STANDARD streams read.
         "spark.databricks.delta.changelogV2.enabled": "true",
         "spark.sql.session.timeZone": "UTC",
+        # No copy of a small table's file list in each checksum file: only Delta's check of the
+        # list and the next checksum file read it, and building the first one ran a Spark job for
+        # each new table (CREATE TABLE 0.13 s with it, 0.04 s without; bench/statement_jobs.py).
+        "spark.databricks.delta.allFilesInCrc.enabled": "false",
         "spark.driver.memory": "2g",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.warehouse.dir": settings.warehouse_location,
         "spark.driver.extraJavaOptions": (
             f"-Dlog4j2.configurationFile={_LOG4J_CONFIG} -Dlake.log.dir={settings.log_dir} "
-            f"{jvm_options}"
+            f"{_JVM_ZONE} {jvm_options}"
         ).strip(),
+        "spark.executor.extraJavaOptions": f"{_JVM_ZONE} {jvm_options}".strip(),
     }
-    if jvm_options:
-        conf["spark.executor.extraJavaOptions"] = jvm_options
     cores = local_cores(settings.spark_master)
     if cores is not None:
         # Spark's own default for a local master, set so that SQL code can read it: incremental

@@ -28,6 +28,11 @@ from lake_assets.core.errors import LakeError
 COMMIT_TAG_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 # "none": a MERGE reads its source as given (a refresh checkpoints its source itself).
 MATERIALIZE_SOURCE_CONF = "spark.databricks.delta.merge.materializeSource"
+# Spark's settings for evaluating expressions without generating and compiling code.
+INTERPRETED = {
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
 
 _COMMIT_FILE = re.compile(r"\d{20}\.json")
 # Object stores whose Delta logs are read without Spark.

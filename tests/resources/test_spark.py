@@ -8,6 +8,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from lake_assets.core.settings import LakeSettings
+from lake_assets.session import LakeSession
 from resources.jvm import LOCAL_FILE_CONTEXT, LOCAL_FILE_SYSTEM, S3_LOG_STORE
 from resources.spark import local_cores, spark_conf
 
@@ -36,23 +37,45 @@ def test_the_cores_are_readable_as_default_parallelism_unless_overridden(tmp_pat
     assert spark_conf(chosen)["spark.default.parallelism"] == "8"
 
 
-def test_jvm_options_reach_the_driver_and_executors_beside_the_log_settings(tmp_path: Path) -> None:
+def test_jvm_options_reach_the_driver_and_executors_in_utc_beside_the_log_settings(
+    tmp_path: Path,
+) -> None:
+    """Every JVM runs in UTC, and the options given come after: a zone given there wins."""
     environ = {"LAKE_JVM_OPTIONS": "-XX:TieredStopAtLevel=1 '-Dlake.note=a b'"}
     conf = spark_conf(LakeSettings(lake_home=tmp_path), environ)
     driver = conf["spark.driver.extraJavaOptions"]
     assert driver.startswith("-Dlog4j2.configurationFile=")
     assert driver.endswith(
-        f"-Dlake.log.dir={tmp_path / 'logs'} -XX:TieredStopAtLevel=1 '-Dlake.note=a b'"
+        f"-Dlake.log.dir={tmp_path / 'logs'} -Duser.timezone=UTC -XX:TieredStopAtLevel=1 "
+        "'-Dlake.note=a b'"
     )
-    assert conf["spark.executor.extraJavaOptions"] == "-XX:TieredStopAtLevel=1 '-Dlake.note=a b'"
-    assert "spark.executor.extraJavaOptions" not in spark_conf(LakeSettings(lake_home=tmp_path), {})
+    assert conf["spark.executor.extraJavaOptions"] == (
+        "-Duser.timezone=UTC -XX:TieredStopAtLevel=1 '-Dlake.note=a b'"
+    )
+    without = spark_conf(LakeSettings(lake_home=tmp_path), {})
+    assert without["spark.executor.extraJavaOptions"] == "-Duser.timezone=UTC"
 
 
-def test_the_tests_driver_runs_with_the_jvm_options(spark: SparkSession) -> None:
+def test_the_tests_driver_runs_in_utc_with_the_jvm_options(spark: SparkSession) -> None:
     """The suite's own driver got LAKE_JVM_OPTIONS (tests/conftest.py sets it) at launch."""
-    runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()  # type: ignore[union-attr]
-    arguments = list(runtime.getInputArguments())
+    jvm = spark.sparkContext._jvm  # type: ignore[union-attr]
+    arguments = list(
+        jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
+    )
     assert {"-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=512m"} <= set(arguments)
+    assert "-Duser.timezone=UTC" in arguments
+    assert jvm.java.util.TimeZone.getDefault().getID() == "UTC"
+
+
+def test_creating_a_table_runs_no_spark_job(spark: SparkSession, lake: LakeSession) -> None:
+    """Delta keeps no file list in the new table's checksum file, which took a job to build."""
+    context = spark.sparkContext
+    context.setJobGroup("create-table", "")
+    try:
+        lake.sql("CREATE TABLE t (id BIGINT)")
+        assert context.statusTracker().getJobIdsForGroup("create-table") == []
+    finally:
+        context._jsc.clearJobGroup()  # type: ignore[union-attr]
 
 
 def test_a_local_master_writes_local_files_without_starting_processes(

@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructField
 from sqlglot import exp
 
-from lake_assets.core.delta import commits_from, quote_name
+from lake_assets.core.delta import INTERPRETED, commits_from, quote_name
 from lake_assets.core.delta import row_changes as delta_row_changes
 from lake_assets.core.names import hidden
 from lake_assets.dynamic_tables.runtime.netting import MULT, col, copies, free_name, netted
@@ -186,13 +186,6 @@ def null_safe(left: str, right: str, fields: list[StructField]) -> str:
 
 def table_at(spark: SparkSession, location: str, version: int) -> DataFrame:
     return spark.read.format("delta").option("versionAsOf", version).load(location)
-
-
-# Spark's settings for evaluating expressions without generating and compiling code.
-INTERPRETED = {
-    "spark.sql.codegen.wholeStage": "false",
-    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-}
 
 
 def incremental_conf(spark: SparkSession, compiled: bool = True) -> dict[str, str]:
