@@ -77,9 +77,10 @@ def _app_ids(cluster: Cluster) -> frozenset[str]:
 
 
 def _finished_tasks(cluster: Cluster, app_id: str) -> int:
-    """Tasks the worker's executor for `app_id` finished, from the executor's own log."""
-    (executor_log,) = (cluster.work_dir / app_id).glob("*/stderr")
-    return executor_log.read_text(errors="replace").count("Executor: Finished task")
+    """Tasks the worker's executors for `app_id` finished, from their own logs (the master
+    replaces an executor that is lost, as one can be on a machine this busy)."""
+    logs = (cluster.work_dir / app_id).glob("*/stderr")
+    return sum(log.read_text(errors="replace").count("Executor: Finished task") for log in logs)
 
 
 SETUP = """
