@@ -10,9 +10,10 @@ from lake_assets.dynamic_tables.choosing import why_full
 from lake_assets.dynamic_tables.entry import DynamicTableEntry, SchedulingState
 from lake_assets.dynamic_tables.explaining import explain
 from lake_assets.dynamic_tables.grammar import ExplainDynamicTable, ShowRefreshHistory
-from lake_assets.dynamic_tables.refresh import definition_of, plan_of, source_columns, untracked
 from lake_assets.dynamic_tables.refreshes import REFRESHES, RefreshMode, RefreshRecord
 from lake_assets.dynamic_tables.rewrites import notes
+from lake_assets.dynamic_tables.steps.lower import definition_of, plan_of, source_columns
+from lake_assets.dynamic_tables.steps.read_sources import untracked
 from lake_assets.sql.binding import referenced_tables
 from lake_assets.sql.statements import DescribeObject
 

@@ -30,13 +30,11 @@ from lake_assets.dynamic_tables.grammar import (
 )
 from lake_assets.dynamic_tables.lowering import classify
 from lake_assets.dynamic_tables.operators.stage import stage_views
-from lake_assets.dynamic_tables.refresh import (
-    refresh,
-    source_read,
-)
+from lake_assets.dynamic_tables.refresh import refresh
 from lake_assets.dynamic_tables.refreshes import RefreshTrigger
 from lake_assets.dynamic_tables.rewrites import runnable
 from lake_assets.dynamic_tables.runtime.sources import schema_of
+from lake_assets.dynamic_tables.steps.read_sources import source_read
 from lake_assets.sql.binding import referenced_tables
 from lake_assets.sql.statements import DropObject
 from lake_assets.sql.types import type_text

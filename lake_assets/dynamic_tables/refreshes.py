@@ -6,11 +6,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 
 import sqlalchemy as sa
 
+from lake_assets.core.commits import decode
 from lake_assets.core.database import TEXT, owned_table
+from lake_assets.core.delta import Commit, row_changes
 from lake_assets.core.entries import RELATION
 from lake_assets.core.history import History
 
@@ -134,6 +137,31 @@ class RefreshRecord:
     error_message: str | None = None
     reason: str | None = None
     dt_version: int | None = None
+
+
+def committed(name: str, commit: Commit, record: RefreshCommit | None = None) -> RefreshRecord:
+    """The history row of a refresh commit, from what the commit itself carries (`record`: its
+    record, when already decoded)."""
+    if record is None:
+        decoded = decode(commit.user_metadata, REFRESH_MARKER)
+        assert decoded is not None, "a refresh's commit carries its record"
+        record = RefreshCommit.from_json(decoded)
+    inserted, updated, deleted = row_changes(commit.operation or "", commit.operation_metrics) or (
+        0, 0, 0,
+    )  # fmt: skip
+    if record.replaced_rows is not None:  # every row was replaced (see writing.write_rows)
+        deleted = record.replaced_rows
+    else:
+        inserted, deleted = inserted + updated, deleted + updated
+    end = commit.timestamp
+    started = datetime.fromisoformat(record.start)
+    duration = (end.replace(tzinfo=started.tzinfo) - started).total_seconds()
+    assert record.mode is not None, "a committed refresh has a mode"
+    return RefreshRecord(
+        record.tag, name, RefreshState.SUCCEED, record.mode, record.trigger, record.start,
+        end.isoformat(timespec="milliseconds"), max(duration, 0.0), record.versions, inserted,
+        deleted, None, record.reason, commit.version,
+    )  # fmt: skip
 
 
 REFRESHES = History(

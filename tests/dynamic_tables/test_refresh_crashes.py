@@ -12,8 +12,8 @@ from lake_assets.core import failpoints
 from lake_assets.dynamic_tables import refresh as dynamic
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.operators.stage import STAGE_AFTER_COMMIT, STAGES_FOLDER
-from lake_assets.dynamic_tables.refresh import REFRESH_AFTER_COMMIT
 from lake_assets.dynamic_tables.runtime.writing import REFRESH_BEFORE_COMMIT
+from lake_assets.dynamic_tables.steps.commit import REFRESH_AFTER_COMMIT
 from lake_assets.session import LakeSession
 from tests.dynamic_tables.refresh_helpers import history_of, rows, version
 

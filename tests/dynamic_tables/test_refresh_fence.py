@@ -14,6 +14,7 @@ from lake_assets.core.delta import delta_ref, history
 from lake_assets.core.errors import LakeError
 from lake_assets.dynamic_tables import refresh as dynamic
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
+from lake_assets.dynamic_tables.steps import Refreshing
 from lake_assets.session import LakeSession
 
 
@@ -33,7 +34,7 @@ def test_two_refreshes_with_another_commit_between_their_reads_apply_the_changes
         "INSERT INTO t VALUES ('a', 3), ('c', 4)"
     )
     location = lake.catalog.get(DynamicTableEntry, "s").location
-    real = dynamic._reconcile
+    real, *rest = dynamic.STEPS
     b_planned, a_committed = threading.Event(), threading.Event()
     reads: list[int] = []
     outcome_b: list[Any] = []
@@ -48,8 +49,8 @@ def test_two_refreshes_with_another_commit_between_their_reads_apply_the_changes
 
     b = threading.Thread(target=run_b)
 
-    def reconcile(*args: Any) -> Any:
-        found = real(*args)
+    def reconcile(run: Refreshing) -> None:
+        real(run)
         reads.append(history(spark, location, 1)[0].version)
         if len(reads) == 1:  # A has read: another commit, then B reads
             spark.sql(f"ALTER TABLE {delta_ref(location)} SET TBLPROPERTIES ('note' = 'x')")
@@ -58,9 +59,8 @@ def test_two_refreshes_with_another_commit_between_their_reads_apply_the_changes
         else:  # B has read: it goes on once A has committed
             b_planned.set()
             a_committed.wait()
-        return found
 
-    monkeypatch.setattr(dynamic, "_reconcile", reconcile)
+    monkeypatch.setattr(dynamic, "STEPS", (reconcile, *rest))
     try:
         outcome_a = dynamic.refresh(spark, lake.catalog, "s")
     finally:
