@@ -226,10 +226,11 @@ def test_save_as_table_creates_the_table_from_the_frame(session: Session) -> Non
 
     joined.write.save_as_table("Tier_Totals")
 
+    plain = {"comment": None, "primary_key": None, "cluster_by": None}
     assert session.sql("DESC TABLE tier_totals").collect() == [
-        Row(column_name="tier", data_type="STRING", comment=None, primary_key=None),
-        Row(column_name="total", data_type="DECIMAL(20,2)", comment=None, primary_key=None),
-        Row(column_name="changes", data_type="BIGINT", comment=None, primary_key=None),
+        Row(column_name="tier", data_type="STRING", **plain),
+        Row(column_name="total", data_type="DECIMAL(20,2)", **plain),
+        Row(column_name="changes", data_type="BIGINT", **plain),
     ]
     assert table_rows(session, "tier_totals") == [
         ("gold", Decimal("1000.00"), 1),

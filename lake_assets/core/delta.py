@@ -56,6 +56,7 @@ _ROW_METRICS = {
     "UPDATE": (None, "numUpdatedRows", None),
     "DELETE": (None, None, "numDeletedRows"),
     "MERGE": ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted"),
+    "OPTIMIZE": (None, None, None),
 }
 
 

@@ -18,14 +18,15 @@ _LITERALS = (TokenType.STRING, TokenType.NUMBER, TokenType.IDENTIFIER)
 
 
 class _Tokenizer(Spark.Tokenizer):
-    """Spark's tokenizer, but SHOW …, EXECUTE … and EXPLAIN … are tokenized word by word, not
-    as one raw command, so their statements parse from the same table of leading words as the
-    others."""
+    """Spark's tokenizer, but SHOW …, EXECUTE …, EXPLAIN … and OPTIMIZE … are tokenized word by
+    word, not as one raw command, so their statements parse from the same table of leading words
+    as the others."""
 
     COMMANDS = Spark.Tokenizer.COMMANDS - {TokenType.SHOW, TokenType.EXECUTE}
     KEYWORDS: ClassVar[dict[str, TokenType]] = {
         **Spark.Tokenizer.KEYWORDS,
         "EXPLAIN": TokenType.VAR,
+        "OPTIMIZE": TokenType.VAR,
     }
 
 

@@ -1,4 +1,4 @@
-"""A table as the catalog keeps it, and the check every declared primary key passes."""
+"""A table as the catalog keeps it, and the checks its declared key and clustering pass."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ _COMPLEX_TYPES = ("ARRAY", "MAP", "STRUCT", "VARIANT")
 @dataclass(frozen=True)
 class TableEntry(StoredRelation):
     """A Delta table the lakehouse owns; `properties` are the dialect's own (change_tracking);
-    `primary_key` is declared for readers (changelog exports), never enforced on writes."""
+    `primary_key` is declared for readers (changelog exports), never enforced on writes;
+    `cluster_by` names the columns its files are clustered by (empty: not clustered), so that
+    readers restricted to a range of them skip files by their statistics."""
 
     NAMESPACE: ClassVar[str] = RELATION
     KIND: ClassVar[str] = "table"
@@ -26,29 +28,90 @@ class TableEntry(StoredRelation):
 
     comment: str | None = None
     properties: dict[str, str] = field(default_factory=dict)
+    cluster_by: tuple[str, ...] = ()
 
     @property
     def change_tracking(self) -> bool:
         return self.properties.get("change_tracking", "false").lower() == "true"
 
 
+@dataclass(frozen=True)
+class ColumnList:
+    """What a declared list of a relation's columns is, in the words its errors use."""
+
+    # The words that declare it: PRIMARY KEY (sqlglot reads PRIMARY KEY, and CLUSTER BY, as one
+    # token whatever the spacing between the words).
+    clause: str
+    title: str  # what it is: primary key
+    noun: str  # what each of its columns is: key column
+    refused_types: tuple[str, ...]  # types none of its columns may have
+    why: str  # why those types are refused
+    fix: str  # what to declare instead
+
+
+PRIMARY_KEY = ColumnList(
+    "PRIMARY KEY",
+    "primary key",
+    "key column",
+    _COMPLEX_TYPES,
+    "a key column must be of an atomic type",
+    "key the table by columns of atomic types (numbers, strings, dates, …)",
+)
+# Delta clusters files by the min/max statistics of these columns, which it keeps for numbers,
+# strings, dates and timestamps only, and for a table's first 32 columns.
+CLUSTERING = ColumnList(
+    "CLUSTER BY",
+    "clustering",
+    "clustering column",
+    (*_COMPLEX_TYPES, "BOOLEAN", "BINARY"),
+    "files are clustered by numbers, strings, dates and timestamps only",
+    "cluster the table by columns of those types",
+)
+STATISTICS_COLUMNS = 32
+
+
 def declared_key(what: str, columns: Sequence[Column], key: Sequence[str]) -> tuple[str, ...]:
     """The key's columns in their declared spelling, so that the catalog matches the schema;
     `what` names the table ("table t") in the errors."""
+    return declared_columns(what, columns, key, PRIMARY_KEY)
+
+
+def clustering_columns(
+    what: str, columns: Sequence[Column], names: Sequence[str]
+) -> tuple[str, ...]:
+    """The columns a table's files are clustered by, in their declared spelling; each must be
+    one Delta keeps statistics for."""
+    declared = declared_columns(what, columns, names, CLUSTERING)
+    positions = {column.name: position for position, column in enumerate(columns, start=1)}
+    for name in declared:
+        if positions[name] > STATISTICS_COLUMNS:
+            raise LakeError(
+                f"clustering column {name} of {what} is its column {positions[name]}: files are "
+                f"clustered by the statistics Delta keeps for the first {STATISTICS_COLUMNS} "
+                "columns only",
+                f"cluster the table by columns among its first {STATISTICS_COLUMNS}",
+            )
+    return declared
+
+
+def declared_columns(
+    what: str, columns: Sequence[Column], names: Sequence[str], kind: ColumnList
+) -> tuple[str, ...]:
+    """Columns a `kind` of list names, matched case-insensitively and kept in their declared
+    spelling; each must be a column of `what` and of a type the list takes."""
     by_name = {column.name.lower(): column for column in columns}
     declared = []
-    for name in key:
+    for name in names:
         column = by_name.get(name.lower())
         if column is None:
             raise LakeError(
-                f"primary key column {name} is not a column of {what}",
+                f"{kind.title} column {name} is not a column of {what}",
                 f"choose among its columns: {', '.join(column.name for column in columns)}",
             )
-        if column.type.upper().split("<")[0] in _COMPLEX_TYPES:
+        if column.type.upper().split("<")[0] in kind.refused_types:
             raise LakeError(
-                f"primary key column {column.name} of {what} is {column.type}: a key column "
-                "must be of an atomic type",
-                "key the table by columns of atomic types (numbers, strings, dates, …)",
+                f"{kind.title} column {column.name} of {what} is {column.type}: {kind.why}",
+                kind.fix,
             )
         declared.append(column.name)
     return tuple(declared)

@@ -1,4 +1,4 @@
-"""CREATE / DROP / ALTER TABLE, DESC [TABLE], DESC HISTORY and SHOW TABLES."""
+"""CREATE / DROP / ALTER TABLE, OPTIMIZE, DESC [TABLE], DESC HISTORY and SHOW TABLES."""
 
 from __future__ import annotations
 
@@ -13,20 +13,27 @@ from lake_assets.sql.grammar import Grammar, StatementParser, finished, unsuppor
 from lake_assets.sql.statements import Statement
 from lake_assets.sql.tokens import TokenCursor
 from lake_assets.sql.types import parse_column_type
-from lake_assets.tables.entry import declared_key
+from lake_assets.tables.entry import (
+    CLUSTERING,
+    PRIMARY_KEY,
+    ColumnList,
+    clustering_columns,
+    declared_key,
+)
 
 CREATE_TABLE = (
     "CREATE TABLE [IF NOT EXISTS] name (col TYPE [PRIMARY KEY] [COMMENT '…'], … "
-    "[, PRIMARY KEY (col, …)]) [COMMENT '…']"
+    "[, PRIMARY KEY (col, …)]) [CLUSTER BY (col, …)] [COMMENT '…']"
 )
 DROP_TABLE = "DROP TABLE [IF EXISTS] name"
 ALTER_TABLE = (
     "ALTER TABLE name SET PROPERTIES ('change_tracking' = 'true') | SET PRIMARY KEY (col, …) "
-    "| DROP PRIMARY KEY"
+    "| DROP PRIMARY KEY | CLUSTER BY (col, …) | CLUSTER BY NONE"
 )
+OPTIMIZE = "OPTIMIZE name [FULL]"
 DESCRIBE = "DESC [TABLE] name | DESC HISTORY name"
-# sqlglot reads PRIMARY KEY as one token, whatever the spacing between the words.
-PRIMARY_KEY = "PRIMARY KEY"
+# Delta clusters a table's files by 4 columns at most.
+MOST_CLUSTERING_COLUMNS = 4
 
 
 @dataclass(frozen=True)
@@ -36,6 +43,7 @@ class CreateTable(Statement):
     comment: str | None = None
     if_not_exists: bool = False
     primary_key: tuple[str, ...] = ()
+    cluster_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,22 @@ class AlterTablePrimaryKey(Statement):
 
     name: str
     primary_key: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AlterTableClustering(Statement):
+    """`ALTER TABLE t CLUSTER BY (col, …)`; CLUSTER BY NONE is no columns."""
+
+    name: str
+    cluster_by: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Optimize(Statement):
+    """`OPTIMIZE t`; FULL lays out again the files clustered by earlier clustering columns too."""
+
+    name: str
+    full: bool = False
 
 
 # What follows `ALTER <kind> name`: the statement it makes, given the cursor and the name.
@@ -86,7 +110,7 @@ def parse_create_table(cursor: TokenCursor, grammar: Grammar) -> Statement:
     columns: list[Column] = []
     keys: list[tuple[str, ...]] = []
     while True:
-        if cursor.accept(PRIMARY_KEY):
+        if cursor.accept(PRIMARY_KEY.clause):
             keys.append(primary_key_columns(cursor, f"table {name}"))
         else:
             column, keyed = _parse_column(cursor)
@@ -96,7 +120,12 @@ def parse_create_table(cursor: TokenCursor, grammar: Grammar) -> Statement:
         if not cursor.accept_symbol(TokenType.COMMA):
             break
     cursor.expect_symbol(TokenType.R_PAREN, ")")
-    comment = cursor.string("a comment") if cursor.accept("COMMENT") else None
+    comment, clustered = None, None
+    for _ in range(2):  # CLUSTER BY and COMMENT, in either order
+        if comment is None and cursor.accept("COMMENT"):
+            comment = cursor.string("a comment")
+        elif clustered is None and cursor.accept(CLUSTERING.clause):
+            clustered = cluster_columns(cursor, f"table {name}")
     cursor.expect_end()
     names = [column.name.lower() for column in columns]
     duplicates = sorted({name for name in names if names.count(name) > 1})
@@ -111,35 +140,55 @@ def parse_create_table(cursor: TokenCursor, grammar: Grammar) -> Statement:
             "declare the key once: PRIMARY KEY (col, …) with all its columns",
         )
     key = declared_key(f"table {name}", columns, keys[0]) if keys else ()
-    return CreateTable(name, tuple(columns), comment, if_not_exists, key)
+    cluster_by = clustering_columns(f"table {name}", columns, clustered or ())
+    return CreateTable(name, tuple(columns), comment, if_not_exists, key, cluster_by)
 
 
 def _parse_column(cursor: TokenCursor) -> tuple[Column, bool]:
     """A column, and whether it is declared the key by itself (`id INT PRIMARY KEY`)."""
     name = cursor.identifier("a column name")
     column_type = parse_column_type(cursor, name)
-    keyed = cursor.accept(PRIMARY_KEY)
+    keyed = cursor.accept(PRIMARY_KEY.clause)
     comment = cursor.string("a comment") if cursor.accept("COMMENT") else None
     return Column(name, column_type, comment), keyed
 
 
 def primary_key_columns(cursor: TokenCursor, what: str) -> tuple[str, ...]:
     """`(col, …)` after PRIMARY KEY, each once; `declared_key` checks them against the columns."""
+    return _column_list(cursor, PRIMARY_KEY, what)
+
+
+def cluster_columns(cursor: TokenCursor, what: str) -> tuple[str, ...]:
+    """`(col, …)` after CLUSTER BY, each once and as many as Delta clusters by;
+    `clustering_columns` checks them against the columns."""
+    names = _column_list(cursor, CLUSTERING, what)
+    if len(names) > MOST_CLUSTERING_COLUMNS:
+        raise LakeError(
+            f"the clustering of {what} lists {len(names)} columns: files are clustered by "
+            f"{MOST_CLUSTERING_COLUMNS} at most",
+            f"cluster by the {MOST_CLUSTERING_COLUMNS} columns its readers filter or join on most",
+        )
+    return names
+
+
+def _column_list(cursor: TokenCursor, kind: ColumnList, what: str) -> tuple[str, ...]:
+    """`(col, …)` after the clause of a `kind` of column list, each column named once."""
     cursor.expect_symbol(TokenType.L_PAREN, "(")
     if cursor.accept_symbol(TokenType.R_PAREN):
         raise LakeError(
-            f"the primary key of {what} lists no column", "name its columns: PRIMARY KEY (col, …)"
+            f"the {kind.title} of {what} lists no column",
+            f"name its columns: {kind.clause} (col, …)",
         )
-    names = [cursor.identifier("a key column name")]
+    names = [cursor.identifier(f"a {kind.noun} name")]
     while cursor.accept_symbol(TokenType.COMMA):
-        names.append(cursor.identifier("a key column name"))
+        names.append(cursor.identifier(f"a {kind.noun} name"))
     cursor.expect_symbol(TokenType.R_PAREN, ")")
     lowered = [name.lower() for name in names]
     twice = [name for name, low in zip(names, lowered, strict=True) if lowered.count(low) > 1]
     if twice:
         raise LakeError(
-            f"column {twice[0]} appears twice in the primary key of {what}",
-            "name each key column once",
+            f"column {twice[0]} appears twice in the {kind.title} of {what}",
+            f"name each {kind.noun} once",
         )
     return tuple(names)
 
@@ -153,8 +202,8 @@ def key_alterations(
         return statement(name, primary_key_columns(cursor, f"{label} {name}"))
 
     return {
-        ("SET", PRIMARY_KEY): set_key,
-        ("DROP", PRIMARY_KEY): lambda cursor, name: statement(name, ()),
+        ("SET", PRIMARY_KEY.clause): set_key,
+        ("DROP", PRIMARY_KEY.clause): lambda cursor, name: statement(name, ()),
     }
 
 
@@ -185,10 +234,25 @@ def parse_alter_table(cursor: TokenCursor, grammar: Grammar) -> Statement:
     return statement
 
 
+def _clustering(cursor: TokenCursor, name: str) -> Statement:
+    """What follows ALTER TABLE t CLUSTER BY: the columns, or NONE for none."""
+    if cursor.accept("NONE"):
+        return AlterTableClustering(name, ())
+    return AlterTableClustering(name, cluster_columns(cursor, f"table {name}"))
+
+
 _ALTERATIONS: dict[tuple[str, ...], Alteration] = {
     ("SET", "PROPERTIES"): lambda cursor, name: AlterTableProperties(name, cursor.properties()),
     **key_alterations(AlterTablePrimaryKey, "table"),
+    (CLUSTERING.clause,): _clustering,
 }
+
+
+def parse_optimize(cursor: TokenCursor, grammar: Grammar) -> Statement:
+    cursor.usage = OPTIMIZE
+    cursor.expect("OPTIMIZE")
+    name = cursor.name("a table name")
+    return finished(cursor, Optimize(name, cursor.accept("FULL")))
 
 
 def parse_describe(cursor: TokenCursor, grammar: Grammar) -> Statement:
@@ -213,6 +277,7 @@ STATEMENTS: dict[tuple[str, ...], StatementParser] = {
     ("CREATE", "TABLE"): parse_create_table,
     ("DROP", "TABLE"): parse_drop_table,
     ("ALTER", "TABLE"): parse_alter_table,
+    ("OPTIMIZE",): parse_optimize,
     ("DESC",): parse_describe,
     ("DESCRIBE",): parse_describe,
     ("SHOW", "TABLES"): parse_show_tables,

@@ -6,12 +6,14 @@ from lake_assets.tables import engine
 from lake_assets.tables.dml import execute_dml
 from lake_assets.tables.grammar import (
     STATEMENTS,
+    AlterTableClustering,
     AlterTablePrimaryKey,
     AlterTableProperties,
     CreateTable,
     DescribeHistory,
     DescribeTable,
     DropTable,
+    Optimize,
     ShowTables,
 )
 
@@ -23,6 +25,8 @@ KIND = Kind(
         DropTable: engine.drop_table,
         AlterTableProperties: engine.alter_properties,
         AlterTablePrimaryKey: engine.alter_primary_key,
+        AlterTableClustering: engine.alter_clustering,
+        Optimize: engine.optimize,
         DescribeTable: engine.describe_table,
         DescribeHistory: engine.describe_history,
         ShowTables: engine.show_tables,

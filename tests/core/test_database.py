@@ -72,7 +72,7 @@ def test_lake_sql_reads_while_another_process_holds_the_write_lock_and_a_write_n
     )  # fmt: skip
     assert ran.returncode == 1
     assert ran.stdout.splitlines()[1].startswith("sales,TABLE,")
-    assert "id,BIGINT,,\n" in ran.stdout
+    assert "id,BIGINT,,,\n" in ran.stdout
     (line,) = ran.stderr.splitlines()
     assert line.startswith(
         f"error: statement 3: the catalog {home / 'catalog.db'} is busy: another process holds "

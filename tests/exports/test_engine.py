@@ -47,13 +47,13 @@ def test_two_key_columns_give_u_da_and_dr_records_in_sequence(
     assert max(times) == versions[-1]
     lake.sql("CREATE CHANGELOG EXPORT e FROM TABLE t TO TABLE r EXPORT_SEQUENCE_INFO = TRUE")
     assert rows(lake, "DESC TABLE r") == [
-        ("pk1", "STRING", None, None),
-        ("pk2", "STRING", None, None),
-        ("column_name", "STRING", None, None),
-        ("version", "BIGINT", None, None),
-        ("column_value", "STRING", None, None),
-        ("op_type", "STRING", None, None),
-        ("sequence_info", "STRING", None, None),
+        ("pk1", "STRING", None, None, None),
+        ("pk2", "STRING", None, None, None),
+        ("column_name", "STRING", None, None, None),
+        ("version", "BIGINT", None, None, None),
+        ("column_value", "STRING", None, None, None),
+        ("op_type", "STRING", None, None, None),
+        ("sequence_info", "STRING", None, None, None),
     ]
 
     # From the first of the six commits to just after the last.

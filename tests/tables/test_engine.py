@@ -130,8 +130,8 @@ def test_change_tracking_turns_on_the_change_data_feed(
 
 def test_describe_and_show_read_the_catalog(sales: LakeSession) -> None:
     (described,) = sales.sql("DESC TABLE sales_source")
-    assert described.columns == ["column_name", "data_type", "comment", "primary_key"]
-    assert list(described.rows)[3] == ("amount", "DECIMAL(10,2)", "Amount", None)
+    assert described.columns == ["column_name", "data_type", "comment", "primary_key", "cluster_by"]
+    assert list(described.rows)[3] == ("amount", "DECIMAL(10,2)", "Amount", None, None)
     (shown,) = sales.sql("SHOW TABLES")
     (row,) = shown.rows
     assert row[:5] == ("sales_source", "TABLE", False, 5, 1)
@@ -239,9 +239,9 @@ def test_a_declared_key_is_shown_by_desc_and_not_enforced(
     lake.sql("CREATE TABLE orders (Id BIGINT, line INT, note STRING, PRIMARY KEY (id, LINE))")
     assert lake.catalog.get(TableEntry, "orders").primary_key == ("Id", "line")
     assert rows(lake, "DESC TABLE orders") == [
-        ("Id", "BIGINT", None, 1),
-        ("line", "INT", None, 2),
-        ("note", "STRING", None, None),
+        ("Id", "BIGINT", None, 1, None),
+        ("line", "INT", None, 2, None),
+        ("note", "STRING", None, None, None),
     ]
     lake.sql("INSERT INTO orders VALUES (1, 1, 'a'), (1, 1, 'b')")
     assert rows(lake, "SELECT COUNT(*) FROM orders WHERE Id = 1 AND line = 1") == [(2,)]

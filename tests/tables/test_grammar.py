@@ -1,5 +1,6 @@
-"""Primary keys in the table statements' grammar: CREATE TABLE's key clause and ALTER TABLE's
-SET / DROP PRIMARY KEY, checked without Spark."""
+"""Primary keys and clustering in the table statements' grammar: CREATE TABLE's key and CLUSTER BY
+clauses, ALTER TABLE's SET / DROP PRIMARY KEY and CLUSTER BY, and OPTIMIZE, checked without
+Spark."""
 
 from __future__ import annotations
 
@@ -9,7 +10,15 @@ from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
 from lake_assets.kinds import parse_script, parse_statement
 from lake_assets.sql.grammar import StatementError
-from lake_assets.tables.grammar import AlterTablePrimaryKey, AlterTableProperties, CreateTable
+from lake_assets.tables.grammar import (
+    AlterTableClustering,
+    AlterTablePrimaryKey,
+    AlterTableProperties,
+    CreateTable,
+    Optimize,
+)
+
+WIDE = ", ".join(f"c{number} INT" for number in range(1, 34))
 
 
 def parse_error(text: str) -> LakeError:
@@ -146,3 +155,137 @@ def test_a_bad_key_stops_the_script_before_anything_runs():
         parse_script("CREATE TABLE a (x INT); CREATE TABLE b (y INT, PRIMARY KEY (x))")
     assert raised.value.number == 2
     assert raised.value.what == "primary key column x is not a column of table b"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "CREATE TABLE Events (Id BIGINT, Kind STRING, at DATE) CLUSTER BY (kind, ID) COMMENT 'e'",
+        "create table events (Id BIGINT, Kind STRING, at DATE) comment 'e' cluster  by (kind, ID)",
+    ],
+)
+def test_cluster_by_and_comment_follow_the_columns_in_either_order(text):
+    assert parse_statement(text) == CreateTable(
+        name="events",
+        columns=(Column("Id", "BIGINT"), Column("Kind", "STRING"), Column("at", "DATE")),
+        comment="e",
+        cluster_by=("Kind", "Id"),
+    )
+
+
+def test_a_table_is_keyed_and_clustered_by_different_columns():
+    statement = parse_statement(
+        "CREATE TABLE IF NOT EXISTS t (a INT PRIMARY KEY, b STRING) CLUSTER BY (b)"
+    )
+    assert isinstance(statement, CreateTable)
+    assert (statement.primary_key, statement.cluster_by, statement.comment) == (
+        ("a",),
+        ("b",),
+        None,
+    )
+
+
+def test_a_table_without_cluster_by_is_not_clustered():
+    statement = parse_statement("CREATE TABLE t (a INT) COMMENT 'x'")
+    assert isinstance(statement, CreateTable)
+    assert statement.cluster_by == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("ALTER TABLE Sales CLUSTER BY (Id, dt)", AlterTableClustering("sales", ("Id", "dt"))),
+        ("alter table t cluster by (a)", AlterTableClustering("t", ("a",))),
+        ("ALTER TABLE t CLUSTER BY NONE", AlterTableClustering("t", ())),
+        ("OPTIMIZE Sales", Optimize("sales")),
+        ("optimize t", Optimize("t")),
+        ("OPTIMIZE t full", Optimize("t", full=True)),
+    ],
+)
+def test_alter_table_cluster_by_and_optimize(text, expected):
+    assert parse_statement(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "what", "fix"),
+    [
+        (
+            "CREATE TABLE t (a INT, b STRING) CLUSTER BY (a, c)",
+            "clustering column c is not a column of table t",
+            "choose among its columns: a, b",
+        ),
+        (
+            "CREATE TABLE t (a INT, b STRING) CLUSTER BY (a, b, A)",
+            "column a appears twice in the clustering of table t",
+            "name each clustering column once",
+        ),
+        (
+            "ALTER TABLE t CLUSTER BY (a, b, a)",
+            "column a appears twice in the clustering of table t",
+            "name each clustering column once",
+        ),
+        (
+            "CREATE TABLE t (a INT) CLUSTER BY ()",
+            "the clustering of table t lists no column",
+            "name its columns: CLUSTER BY (col, …)",
+        ),
+        (
+            "ALTER TABLE t CLUSTER BY ()",
+            "the clustering of table t lists no column",
+            "name its columns: CLUSTER BY (col, …)",
+        ),
+        (
+            "ALTER TABLE t CLUSTER BY (a, b, c, d, e)",
+            "the clustering of table t lists 5 columns: files are clustered by 4 at most",
+            "cluster by the 4 columns its readers filter or join on most",
+        ),
+        (
+            "CREATE TABLE t (a INT, ok BOOLEAN) CLUSTER BY (OK)",
+            "clustering column ok of table t is BOOLEAN: files are clustered by numbers, strings, "
+            "dates and timestamps only",
+            "cluster the table by columns of those types",
+        ),
+        (
+            "CREATE TABLE t (a INT, raw BINARY) CLUSTER BY (a, raw)",
+            "clustering column raw of table t is BINARY: files are clustered by numbers, strings, "
+            "dates and timestamps only",
+            "cluster the table by columns of those types",
+        ),
+        (
+            f"CREATE TABLE t ({WIDE}) CLUSTER BY (c33)",
+            "clustering column c33 of table t is its column 33: files are clustered by the "
+            "statistics Delta keeps for the first 32 columns only",
+            "cluster the table by columns among its first 32",
+        ),
+    ],
+)
+def test_clustering_errors_say_what_and_how(text, what, fix):
+    error = parse_error(text)
+    assert (error.what, error.fix) == (what, fix)
+
+
+def test_clustering_syntax_errors_quote_the_usage():
+    error = parse_error("CREATE TABLE t (a INT) CLUSTER BY (a) CLUSTER BY (a)")
+    assert error.what == "syntax error: expected the end of the statement but found 'CLUSTER BY'"
+    assert "[CLUSTER BY (col, …)] [COMMENT '…']" in error.fix
+    error = parse_error("CREATE TABLE t (a INT) CLUSTER BY NONE")
+    assert error.what == "syntax error: expected '(' but found 'NONE'"
+    error = parse_error("ALTER TABLE t CLUSTER BY a")
+    assert error.what == "syntax error: expected '(' but found 'a'"
+    assert error.fix.endswith("| CLUSTER BY (col, …) | CLUSTER BY NONE")
+    error = parse_error("ALTER TABLE t CLUSTER BY NONE (a)")
+    assert error.what == "syntax error: expected the end of the statement but found '('"
+    error = parse_error("OPTIMIZE t ZORDER BY (a)")
+    assert (error.what, error.fix) == (
+        "syntax error: expected the end of the statement but found 'ZORDER'",
+        "write it as OPTIMIZE name [FULL]",
+    )
+    error = parse_error("OPTIMIZE")
+    assert error.what == "syntax error: expected a table name but found the end of the statement"
+
+
+def test_a_bad_clustering_stops_the_script_before_anything_runs():
+    with pytest.raises(StatementError) as raised:
+        parse_script("CREATE TABLE a (x INT); OPTIMIZE a; ALTER TABLE a CLUSTER BY (x, X)")
+    assert raised.value.number == 3
+    assert raised.value.what == "column x appears twice in the clustering of table a"
