@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from lake_assets.core.catalog import Catalog
@@ -10,12 +11,14 @@ from lake_assets.dynamic_tables.choosing import why_full
 from lake_assets.dynamic_tables.entry import DynamicTableEntry, SchedulingState
 from lake_assets.dynamic_tables.explaining import explain
 from lake_assets.dynamic_tables.grammar import ExplainDynamicTable, ShowRefreshHistory
+from lake_assets.dynamic_tables.operators.inner_join import RESTRICT_MIN_ROWS
 from lake_assets.dynamic_tables.refreshes import REFRESHES, RefreshMode, RefreshRecord
 from lake_assets.dynamic_tables.rewrites import notes
 from lake_assets.dynamic_tables.steps.lower import definition_of, plan_of, source_columns
 from lake_assets.dynamic_tables.steps.read_sources import untracked
 from lake_assets.sql.binding import referenced_tables
 from lake_assets.sql.statements import DescribeObject
+from lake_assets.tables.entry import TableEntry
 
 if TYPE_CHECKING:
     from lake_assets.core.kind import Context
@@ -143,7 +146,20 @@ def explain_dynamic_table(session: Context, stmt: ExplainDynamicTable) -> Result
     if stmt.create is not None:
         query = stmt.create.query.expression
         sources = referenced_tables(query)
-        return explain(query, stmt.create.refresh_mode, source_columns(catalog, sources))
+        columns = source_columns(catalog, sources)
+        return explain(query, stmt.create.refresh_mode, columns, _layouts(catalog, sources))
     entry = catalog.get(DynamicTableEntry, stmt.name)
     columns = source_columns(catalog, entry.sources)
-    return explain(definition_of(entry), entry.refresh_mode, columns)
+    layouts = _layouts(catalog, entry.sources)
+    return explain(definition_of(entry), entry.refresh_mode, columns, layouts)
+
+
+def _layouts(catalog: Catalog, sources: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """The columns each source table is clustered by, of the tables large enough for a join's
+    reads of them to be restricted to a change's keys."""
+    relations = {name.lower(): catalog.find_relation(name) for name in sources}
+    return {
+        name: relation.cluster_by
+        for name, relation in relations.items()
+        if isinstance(relation, TableEntry) and (relation.row_count or 0) >= RESTRICT_MIN_ROWS
+    }

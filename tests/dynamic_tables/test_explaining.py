@@ -174,3 +174,30 @@ def test_explain_prints_the_operators_the_refresh_runs(monkeypatch: pytest.Monke
     assert explained(sql)[1] == ("Aggregate GROUP BY a", "groups touched by the change")
     monkeypatch.setattr(Aggregate, "rule", property(lambda _: "a rule of its own"))
     assert explained(sql)[1] == ("Aggregate GROUP BY a", "a rule of its own")
+
+
+def test_a_large_table_joined_by_a_key_it_is_not_clustered_by_gets_a_note() -> None:
+    """The note names the key the change's ranges restrict and the statements that lay the
+    table out by it; a table clustered by a join key, or not large, gets none."""
+    sql = (
+        "EXPLAIN CREATE DYNAMIC TABLE s AS SELECT o.region, SUM(l.price) AS total "
+        "FROM lineitem l JOIN orders o ON l.orderkey = o.orderkey GROUP BY o.region"
+    )
+    statement = parse_statement(sql)
+    assert isinstance(statement, ExplainDynamicTable)
+    assert statement.create is not None
+    create = statement.create
+
+    def notes(layouts: dict[str, tuple[str, ...]]) -> list[str]:
+        result = explain(create.query.expression, create.refresh_mode, {}, layouts)
+        return [rule for operator, rule in result.rows if operator == "note"]
+
+    assert notes({"lineitem": ("shipdate",), "orders": ("orderkey",)}) == [
+        "lineitem is read where orderkey lies in the ranges of the change joined to it, but its "
+        "files are not laid out by orderkey, so every file is read: ALTER TABLE lineitem CLUSTER "
+        "BY (orderkey), then OPTIMIZE lineitem FULL"
+    ]
+    (note,) = notes({"lineitem": ("ORDERKEY", "shipdate"), "orders": ()})
+    assert note.startswith("orders is read where orderkey")
+    assert note.endswith("ALTER TABLE orders CLUSTER BY (orderkey), then OPTIMIZE orders")
+    assert notes({}) == []

@@ -25,7 +25,7 @@ from lake_assets.dynamic_tables.operators.aggregate_folds import (
     old_name,
     old_value,
 )
-from lake_assets.dynamic_tables.operators.base import Classify, Line, Root
+from lake_assets.dynamic_tables.operators.base import Classify, Line, Operator, Root
 from lake_assets.dynamic_tables.operators.branch import Branch
 from lake_assets.dynamic_tables.operators.branches import branch, row_changes
 from lake_assets.dynamic_tables.operators.inner_join import InnerJoin
@@ -67,6 +67,10 @@ class Aggregate(Root):
     aggregates: tuple[folds.Aggregate, ...]
     expressions: tuple[tuple[int, exp.Expr], ...]
     branch: Branch
+
+    @property
+    def children(self) -> tuple[Operator, ...]:
+        return (self.branch,)
 
     @property
     def label(self) -> str:

@@ -12,6 +12,7 @@ from sqlglot import exp
 
 from lake_assets.core.names import hidden
 from lake_assets.dynamic_tables.analyses.shapes import derived_table
+from lake_assets.dynamic_tables.operators.base import Operator
 from lake_assets.dynamic_tables.operators.branch import Branch
 from lake_assets.dynamic_tables.runtime.by_key import Touched, now_less_before
 from lake_assets.dynamic_tables.runtime.netting import col
@@ -32,6 +33,10 @@ class DerivedKey(Branch):
     derived: exp.Subquery
     keys: tuple[exp.Expr, ...]
     touched: Branch
+
+    @property
+    def children(self) -> tuple[Operator, ...]:
+        return (self.touched,)
 
     @property
     def rule(self) -> str:

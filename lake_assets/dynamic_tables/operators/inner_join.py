@@ -42,6 +42,22 @@ class InnerJoin(Branch):
     def join_label(self) -> str | None:
         return "Inner join" if len(references(self.select)) > 1 else None
 
+    def join_keys(self) -> dict[str, tuple[str, ...]]:
+        """Each table's columns the query equates with another reference: what its reads are
+        restricted by when that reference changes (see _restricted)."""
+        tables = references(self.select)
+        keys: dict[str, tuple[str, ...]] = {}
+        for table in tables:
+            alias = table.alias_or_name.lower()
+            for other in tables:
+                if other is table:
+                    continue
+                pairs = equated(self.select, alias, other.alias_or_name.lower())
+                found = keys.get(table.name.lower(), ())
+                found += tuple(column for column, _ in pairs if column not in found)
+                keys[table.name.lower()] = found
+        return {name: columns for name, columns in keys.items() if columns}
+
     def signed_rows(self, changes: Changes, names: list[str], index: int) -> list[DataFrame]:
         parts: list[DataFrame] = []
         refs = [table.name.lower() for table in references(self.select)]

@@ -47,6 +47,10 @@ class RecomputeByKey(Root):
     touched: tuple[Branch, ...]
 
     @property
+    def children(self) -> tuple[Operator, ...]:
+        return self.touched
+
+    @property
     def label(self) -> str:
         if not self.keys:
             return "Recompute by row (all columns)"

@@ -72,6 +72,10 @@ class Rows(Root):
     shape: Operator
 
     @property
+    def children(self) -> tuple[Operator, ...]:
+        return self.branches
+
+    @property
     def label(self) -> str:
         return self.shape.label
 
