@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import LakeSettings
 from resources import kafka_broker as kafka_broker_module
-from resources.jvm import SPARK_KAFKA, cached_jars
+from resources.jvm import SPARK_KAFKA, fetch_jars
 from resources.kafka_broker import Broker, cluster_id_of, new_cluster_id, spawn_broker
 from resources.spark_server import free_port
 from tests.kafka_server import Row, new_topic, produce
@@ -133,7 +133,7 @@ def test_a_second_broker_on_a_taken_port_is_refused(kafka_broker: Broker, tmp_pa
 
 
 def test_spark_gets_the_kafka_source_without_duplicating_pysparks_own_jars() -> None:
-    jars = cached_jars(SPARK_KAFKA, LakeSettings.from_env().jars_dir)
+    jars = fetch_jars(SPARK_KAFKA, LakeSettings.from_env().jars_dir)
     assert {artifact(jar.name) for jar in jars} == {
         "commons-pool2",
         "kafka-clients",
