@@ -9,9 +9,9 @@ three times as a dynamic table as written (ORDER BY, LIMIT and all): REFRESH_MOD
 AUTO and FULL. A change round (see `change_round`) adds new orders with their lines, deletes
 orders with their lines, and updates customers, parts, suppliers, part suppliers and lines. For
 each query, after a round, each of the three refreshes from the same state (each writes the
-change), timed, with where the time went; each table is compared with its query after its
-refresh (rows as multisets). Each query runs two rounds and the second is counted: the first
-warms its plans up.
+change), timed, with where the time went and the Spark jobs, files and rows it read; each table
+is compared with its query after its refresh (rows as multisets). Each query runs two rounds and
+the second is counted: the first warms its plans up.
 With --workload rf a round is TPC-H's own refresh functions instead: RF1 adds 0.1 % new orders
 with their lines under keys above every existing one, RF2 deletes the 0.1 % oldest orders with
 their lines; no dimension changes. The tables are written in dbgen's key order, ROWS_PER_FILE
