@@ -49,22 +49,32 @@ class RunTimes:
     started: float | None
     step: float | None
     ended: float | None
+    # RUN_STARTING: the queue handed the run to the launcher, which starts its process.
+    launched: float | None = None
+    # Each step's STEP_START, by step key.
+    steps: dict[str, float] = field(default_factory=dict)
 
 
 def run_times(instance: DagsterInstance, runs: RunsFilter) -> list[RunTimes]:
-    """Each run's creation, RUN_START, first STEP_START and end, oldest first."""
+    """Each run's creation, RUN_STARTING, RUN_START, first STEP_START (and each step's) and end,
+    oldest first."""
     times = []
     for record in instance.get_run_records(runs):
         events: dict[DagsterEventType, float] = {}
+        steps: dict[str, float] = {}
         for entry in instance.all_logs(record.dagster_run.run_id):
             if entry.dagster_event is not None:
                 events.setdefault(entry.dagster_event.event_type, entry.timestamp)
+                if entry.dagster_event.event_type == DagsterEventType.STEP_START and entry.step_key:
+                    steps.setdefault(entry.step_key, entry.timestamp)
         times.append(
             RunTimes(
                 record.create_timestamp.timestamp(),
                 events.get(DagsterEventType.RUN_START),
                 events.get(DagsterEventType.STEP_START),
                 record.end_time,
+                events.get(DagsterEventType.RUN_STARTING),
+                steps,
             )
         )
     return sorted(times, key=lambda run: run.created)

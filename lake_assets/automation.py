@@ -1,8 +1,13 @@
 """What the kinds whose assets run by Dagster's automation conditions share (dynamic tables,
-tasks): the sensor that evaluates one kind's conditions, an interval as a cron, and the data
-versions that say when an asset changed."""
+tasks): the sensor that evaluates one kind's conditions, an interval as a cron, the data
+versions that say when an asset changed, and the load's run that refreshes its readers."""
 
-from dagster import AssetSelection, AutomationConditionSensorDefinition, DefaultSensorStatus
+from dagster import (
+    AssetKey,
+    AssetSelection,
+    AutomationConditionSensorDefinition,
+    DefaultSensorStatus,
+)
 
 from lake_assets.core.ticks import minimum_interval
 
@@ -37,3 +42,23 @@ def automation_sensor(
         run_tags=run_tags,
         default_status=DefaultSensorStatus.RUNNING,
     )
+
+
+# An asset that refreshes in the run that loads its source carries this tag (value "true"); a
+# load's run (its job tagged LOAD_RUN_TAG, the table's name) takes its table's direct readers
+# that carry it, and tags itself with each one's `refreshed_in_load_run` before it reports the
+# table, so that their automation counts the load as read by that refresh.
+REFRESHES_IN_LOAD_RUN = "lake/refreshes_in_load_run"
+LOAD_RUN_TAG = "lake/load_run"
+
+
+def load_run_selection(table: str) -> AssetSelection:
+    """The table and the assets that refresh in its load's run."""
+    loaded = AssetSelection.assets(table)
+    readers = loaded.downstream(depth=1, include_self=False)
+    return loaded | (readers & AssetSelection.tag(REFRESHES_IN_LOAD_RUN, "true"))
+
+
+def refreshed_in_load_run(key: AssetKey) -> str:
+    """The run tag of a load's run that refreshes `key` after the load (see above)."""
+    return f"lake/refreshed_in_load_run.{key.to_user_string()}"

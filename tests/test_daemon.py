@@ -1,5 +1,5 @@
 """End to end through the real Dagster daemon and a Spark Connect server, as `make dev` runs them:
-a file lands, the pipe's sensor loads it, the automation sensor refreshes the dynamic table; and
+a file lands, the pipe's sensor loads it and its run refreshes the dynamic table; and
 objects created or dropped while the daemon runs take effect with no reload."""
 
 from __future__ import annotations

@@ -4,10 +4,12 @@ import json
 from collections.abc import Iterator
 
 from dagster import (
+    AssetCheckKey,
     AssetExecutionContext,
     AssetKey,
     AssetsDefinition,
     AutomationCondition,
+    DagsterEventType,
     DagsterInstance,
     DagsterRunStatus,
     DataVersion,
@@ -23,7 +25,14 @@ from dagster import (
     define_asset_job,
 )
 
-from lake_assets.automation import AUTOMATION_INTERVAL_SECONDS, automation_sensor, refresh_cron
+from lake_assets.automation import (
+    AUTOMATION_INTERVAL_SECONDS,
+    LOAD_RUN_TAG,
+    REFRESHES_IN_LOAD_RUN,
+    automation_sensor,
+    refresh_cron,
+    refreshed_in_load_run,
+)
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.kind import Sessions
 from lake_assets.core.rendering import markdown_text
@@ -62,19 +71,36 @@ def interval_schedule(entry: DynamicTableEntry, seconds: int) -> ScheduleDefinit
 
 
 def _trigger(context: AssetExecutionContext) -> RefreshTrigger:
+    """A load's run refreshes its readers as their automation would: UPSTREAM."""
+    if LOAD_RUN_TAG in context.run.tags:
+        return RefreshTrigger.UPSTREAM
     return RefreshTrigger(context.run.tags.get(TRIGGER_TAG, RefreshTrigger.MANUAL))
 
 
 def _failed_upstream(instance: DagsterInstance, entry: DynamicTableEntry) -> str | None:
-    """A source whose latest planned materialization failed: a refresh now would read stale rows."""
+    """A source whose latest planned materialization failed: a refresh now would read stale rows.
+    A run that materialized the source and failed later (a refresh in a load's run) loaded it."""
     for name in sources_of(entry):
         planned = instance.get_latest_planned_materialization_info(AssetKey(name))
         if planned is None:
             continue
         run = instance.get_run_by_id(planned.run_id)
-        if run is not None and run.status == DagsterRunStatus.FAILURE:
+        if (
+            run is not None
+            and run.status == DagsterRunStatus.FAILURE
+            and not _materialized_in(instance, run.run_id, name)
+        ):
             return name
     return None
+
+
+def _materialized_in(instance: DagsterInstance, run_id: str, name: str) -> bool:
+    events = instance.all_logs(run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION)
+    return any(
+        event.asset_materialization is not None
+        and event.asset_materialization.asset_key == AssetKey(name)
+        for event in events
+    )
 
 
 # What a refresh's materialization says of it: numbers Dagster plots, texts it shows.
@@ -96,26 +122,34 @@ def _metadata(outcome: RefreshOutcome, entry: DynamicTableEntry) -> _Metadata:
     }
 
 
-# A source's new data version (its Delta version): a load or refresh that committed nothing
-# keeps it, and requests nothing downstream.
-_SOURCE_CHANGED = AutomationCondition.any_deps_match(AutomationCondition.data_version_changed())
-# Dagster's eager(), but a source update counts as handled only by a refresh requested after it:
-# eager() also counts a materialization, and a refresh already running when a source commits
-# again ends after that commit without having read it. An update seen on the tick right after a
-# request may have come after the refresh read its sources, so it is not handled either.
-REFRESH_AFTER_SOURCE_UPDATES = (
-    (AutomationCondition.newly_missing() | _SOURCE_CHANGED).since(
-        (AutomationCondition.newly_requested() & ~_SOURCE_CHANGED)
-        | AutomationCondition.initial_evaluation()
+def refresh_after_source_updates(name: str) -> AutomationCondition[AssetKey | AssetCheckKey]:
+    """Dagster's eager(), but a source update counts as handled only by a refresh requested after
+    it, or by the refresh of the run that made it (a load's run: automation.load_run_selection):
+    eager() also counts any materialization, and a refresh already running when a source commits
+    again ends after that commit without having read it. An update seen on the tick right after a
+    request may have come after the refresh read its sources, so it is not handled either."""
+    # A source's new data version (its Delta version): a load or refresh that committed nothing
+    # keeps it, and requests nothing downstream. A commit after the one the load's run reported
+    # is the source's latest update, and requests a refresh.
+    changed = AutomationCondition.any_deps_match(
+        AutomationCondition.data_version_changed()
+        & ~AutomationCondition.executed_with_tags(tag_keys={refreshed_in_load_run(AssetKey(name))})
     )
-    & ~AutomationCondition.any_deps_missing()
-    & ~AutomationCondition.any_deps_in_progress()
-    & ~AutomationCondition.in_progress()
-).with_label("refresh after source updates")
+    return (
+        (AutomationCondition.newly_missing() | changed).since(
+            (AutomationCondition.newly_requested() & ~changed)
+            | AutomationCondition.initial_evaluation()
+        )
+        & ~AutomationCondition.any_deps_missing()
+        & ~AutomationCondition.any_deps_in_progress()
+        & ~AutomationCondition.in_progress()
+    ).with_label("refresh after source updates")
 
 
-def dynamic_table_asset(entry: DynamicTableEntry) -> AssetsDefinition:
-    """The dynamic table, refreshed through the Spark resource; one refresh at a time (its pool)."""
+def dynamic_table_asset(entry: DynamicTableEntry, in_load_run: bool) -> AssetsDefinition:
+    """The dynamic table, refreshed through the Spark resource; one refresh at a time (its pool).
+    `in_load_run`: it refreshes in the run that loads its sources (see
+    automation.load_run_selection)."""
 
     @asset(
         name=entry.name,
@@ -123,7 +157,8 @@ def dynamic_table_asset(entry: DynamicTableEntry) -> AssetsDefinition:
         description=markdown_text(entry.comment or f"dynamic table: {entry.query}"),
         group_name=DYNAMIC_TABLES_GROUP,
         kinds={"delta", "spark"},
-        automation_condition=REFRESH_AFTER_SOURCE_UPDATES,
+        automation_condition=refresh_after_source_updates(entry.name),
+        tags={REFRESHES_IN_LOAD_RUN: "true"} if in_load_run else None,
         pool=f"dynamic_table_{entry.name}",
         output_required=False,
         metadata={"lake/query": entry.query, "lake/sources": json.dumps(sources_of(entry))},
@@ -164,8 +199,14 @@ def build_defs(catalog: Catalog, settings: LakeSettings, sessions: Sessions) -> 
         AUTOMATION_INTERVAL_SECONDS,
         {TRIGGER_TAG: RefreshTrigger.UPSTREAM.value},
     )
+    # One that reads a dynamic table refreshes after it, by the automation: in a load's run,
+    # Dagster would skip its step whenever that one reported nothing (suspended, skipped, failed),
+    # though the run's tag would count the load as read by it.
+    dynamic = {entry.name for entry in entries}
     return Definitions(
-        assets=[dynamic_table_asset(entry) for entry in entries],
+        assets=[
+            dynamic_table_asset(entry, not dynamic.intersection(entry.sources)) for entry in entries
+        ],
         sensors=[sensor] if entries else [],
         schedules=[
             interval_schedule(entry, entry.refresh_interval_seconds)

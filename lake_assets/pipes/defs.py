@@ -30,6 +30,7 @@ from dagster import (
     op,
 )
 
+from lake_assets.automation import LOAD_RUN_TAG, load_run_selection, refreshed_in_load_run
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.errors import LakeError
 from lake_assets.core.kind import Sessions
@@ -232,13 +233,18 @@ def _check_results(table: str, loads: Loads, names: set[str]) -> Iterator[AssetC
 
 
 def report_op(table: TableEntry, checks: list[AssetCheckSpec]) -> OpDefinition:
-    """Materializes the table with what the loads did, and runs its checks."""
+    """Materializes the table with what the loads did, and runs its checks; first tags the run
+    with the readers it refreshes next (see automation.load_run_selection), so that their
+    automation counts the load as read."""
     outs = {table.name: Out(), **{check.get_python_identifier(): Out() for check in checks}}
 
     @op(name=f"report_{table.name}", out=outs)
     def report(
         context: OpExecutionContext, loads: Loads, catalog: CatalogResource
     ) -> Iterator[Any]:
+        if after := context.job_def.asset_layer.selected_asset_keys - {AssetKey(table.name)}:
+            tags = {refreshed_in_load_run(key): table.name for key in after}
+            context.instance.add_run_tags(context.run_id, tags)
         outcomes = loads.files
         current = catalog.catalog.get(TableEntry, table.name)
         failed = _with_status(loads, LoadStatus.LOAD_FAILED)
@@ -307,9 +313,13 @@ def ingestion_asset(
 
 
 def ingestion_job(table: str) -> Any:
-    """Runs of one table's ingestion carry its object tag: the instance runs one at a time."""
+    """Runs of one table's ingestion carry its object tag: the instance runs one at a time. They
+    refresh the assets that refresh in a load's run after the load, on its session (see
+    automation.load_run_selection): one run, and no second wait for the automation's tick."""
     return define_asset_job(
-        f"ingest_{table}_job", selection=[table], tags={OBJECT_TAG: f"table:{table}"}
+        f"ingest_{table}_job",
+        selection=load_run_selection(table),
+        tags={OBJECT_TAG: f"table:{table}", LOAD_RUN_TAG: table},
     )
 
 
@@ -340,8 +350,9 @@ def batch_metadata(batches: list[BatchOutcome]) -> dict[str, Any]:
 
 
 def build_defs(catalog: Catalog, settings: LakeSettings, sessions: Sessions) -> Definitions:
-    """Per table fed by pipes: its ingestion asset and job, and one sensor per pipe; each Kafka
-    pipe's topic as an external asset."""
+    """Per table fed by pipes: its ingestion asset and job (which refreshes the table's readers
+    that refresh in a load's run), and one sensor per pipe; each Kafka pipe's topic as an
+    external asset."""
     pipes_by_table: dict[str, list[PipeEntry]] = defaultdict(list)
     for pipe in catalog.entries(PipeEntry):
         kafka = pipe.pipe_kind is PipeKind.KAFKA
