@@ -4,7 +4,7 @@ Tables (demo/tables.sql) → volumes, exports and the pipe (demo/pipeline.sql) �
 (demo/dynamic.sql) → table streams (demo/streams.sql) → tasks on a stream of sales_ods
 and on a volume stream (demo/tasks.sql) → the daemon starts, with a warm Spark Connect server for
 its runs, as `make dev` does → two batches of files land in the pipe's volume; each time the pipe's
-sensor loads them into sales_ods, the automation sensor refreshes sales_summary and the task
+sensor loads them into sales_ods, the same run refreshes sales_summary and the task
 record_sales logs the new rows → files land in my_data_vol and record_landed_files records them;
 all with no manual step."""
 
@@ -139,7 +139,7 @@ def land_batch(session: LakeSession, folder: str, query: str, log: Path) -> None
     refresh = _refresh_after(catalog, load)
     assert refresh is not None
     print(
-        "pipe's load committed → sales_summary refreshed (automation sensor + run): "
+        "pipe's load committed → sales_summary refreshed (in the load's run): "
         f"{_seconds(load.last_copy_time, refresh.end_time):.1f} s"
     )
     run(session, f"{VALIDATION}; SELECT * FROM sales_summary ORDER BY category")
