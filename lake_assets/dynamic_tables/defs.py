@@ -124,20 +124,29 @@ def _metadata(outcome: RefreshOutcome, entry: DynamicTableEntry) -> _Metadata:
 
 def refresh_after_source_updates(name: str) -> AutomationCondition[AssetKey | AssetCheckKey]:
     """Dagster's eager(), but a source update counts as handled only by a refresh requested after
-    it, or by the refresh of the run that made it (a load's run: automation.load_run_selection):
-    eager() also counts any materialization, and a refresh already running when a source commits
-    again ends after that commit without having read it. An update seen on the tick right after a
-    request may have come after the refresh read its sources, so it is not handled either."""
+    it, or by the refresh that followed it in the run that made it (a load's run:
+    automation.load_run_selection): eager() also counts any materialization, and a refresh already
+    running when a source commits again ends after that commit without having read it. An update
+    seen on the tick right after a request may have come after the refresh read its sources, so it
+    is not handled either."""
     # A source's new data version (its Delta version): a load or refresh that committed nothing
-    # keeps it, and requests nothing downstream. A commit after the one the load's run reported
-    # is the source's latest update, and requests a refresh.
-    changed = AutomationCondition.any_deps_match(
+    # keeps it, and requests nothing downstream.
+    updated = AutomationCondition.any_deps_match(AutomationCondition.data_version_changed())
+    # An update made by a load's run that refreshes this table after it is handled by that
+    # refresh once it commits; a later commit is not (it is the source's latest update, from a
+    # run without the tag). A refresh that failed or never ran in the load's run leaves the
+    # update unhandled, so the automation asks for one.
+    not_in_load_run = AutomationCondition.any_deps_match(
         AutomationCondition.data_version_changed()
         & ~AutomationCondition.executed_with_tags(tag_keys={refreshed_in_load_run(AssetKey(name))})
     )
+    refreshed_in_load = (
+        AutomationCondition.newly_updated()
+        & AutomationCondition.executed_with_tags(tag_keys={LOAD_RUN_TAG})
+    )
     return (
-        (AutomationCondition.newly_missing() | changed).since(
-            (AutomationCondition.newly_requested() & ~changed)
+        (AutomationCondition.newly_missing() | updated).since(
+            ((AutomationCondition.newly_requested() | refreshed_in_load) & ~not_in_load_run)
             | AutomationCondition.initial_evaluation()
         )
         & ~AutomationCondition.any_deps_missing()
