@@ -63,6 +63,8 @@ DIM_CHANGE = st.one_of(
     st.tuples(CATEGORIES, st.sampled_from([1, 2, 3])).map(lambda t: ("dim_update", t)),
     CATEGORIES.map(lambda c: ("dim_delete", c)),
 )
+# OPTIMIZE rewrites a clustered table's files and changes no row.
+OPTIMIZE = st.sampled_from(["src", "dim"]).map(lambda table: ("optimize", table))
 
 
 class Sources:
@@ -91,6 +93,8 @@ class Sources:
             self.lake.sql(f"DELETE FROM src WHERE id % 3 = {k} AND cat <=> {literal(cat)}")
         elif kind == "dim_insert":
             self.lake.sql(f"INSERT INTO dim VALUES {values(detail)}")
+        elif kind == "optimize":
+            self.lake.sql(f"OPTIMIZE {detail} FULL")
         elif kind == "dim_update":
             cat, weight = detail
             self.lake.sql(f"UPDATE dim SET weight = {weight} WHERE cat <=> {literal(cat)}")
@@ -118,9 +122,11 @@ def check_history(
     queries: dict[str, str],
     initial: tuple[list[tuple], list[tuple]],
     steps: list[list[tuple]],
+    layout: str = "",
 ) -> None:
     """Create the dynamic tables (in order), then after each step's changes refresh them all
-    and compare each with its query run in full."""
+    and compare each with its query run in full. `layout`: statements run after the sources'
+    first rows (ALTER TABLE … CLUSTER BY)."""
     with tempfile.TemporaryDirectory() as home:
         config = LakeSettings(lake_home=Path(home))
         lake = LakeSession(Catalog(config.catalog_path), config, lambda: spark)
@@ -129,6 +135,8 @@ def check_history(
             sources.insert(initial[0])
         if initial[1]:
             lake.sql(f"INSERT INTO dim VALUES {values(initial[1])}")
+        if layout:
+            lake.sql(layout)
         for name, query in queries.items():
             lake.sql(f"CREATE DYNAMIC TABLE {name} REFRESH_MODE = INCREMENTAL AS {query}")
         for step in steps:
@@ -145,6 +153,11 @@ INITIAL = st.tuples(st.lists(SRC_ROW, max_size=6), st.lists(DIM_ROW, max_size=3)
 SRC_STEPS = st.lists(st.lists(SRC_CHANGE, min_size=1, max_size=3), min_size=1, max_size=2)
 BOTH_STEPS = st.lists(
     st.lists(st.one_of(SRC_CHANGE, DIM_CHANGE), min_size=1, max_size=3), min_size=1, max_size=2
+)
+CLUSTERED_STEPS = st.lists(
+    st.lists(st.one_of(SRC_CHANGE, DIM_CHANGE, OPTIMIZE), min_size=1, max_size=3),
+    min_size=1,
+    max_size=2,
 )
 
 # Always checked as well: a group emptying, NULL keys and values, updates, and (with the second
