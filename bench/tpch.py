@@ -39,7 +39,7 @@ from bench.dynamic_refresh import timed_refresh
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import latest_version, row_count
 from lake_assets.core.settings import LakeSettings
-from lake_assets.dynamic_tables.operators import inner_join
+from lake_assets.dynamic_tables.runtime import pruning
 from lake_assets.dynamic_tables.runtime.pruning import ROWS_PER_FILE
 from lake_assets.session import LakeSession
 from lake_assets.tables.entry import TableEntry
@@ -158,7 +158,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.unrestricted:
-        inner_join.RESTRICT_MIN_ROWS = sys.maxsize
+        pruning.RESTRICT_MIN_ROWS = sys.maxsize
     changes = refresh_functions if args.workload == "rf" else change_round
     wanted = _numbers(args.queries)
     root = Path(tempfile.mkdtemp(prefix="lake-bench-tpch-"))

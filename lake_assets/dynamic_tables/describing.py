@@ -11,9 +11,9 @@ from lake_assets.dynamic_tables.choosing import why_full
 from lake_assets.dynamic_tables.entry import DynamicTableEntry, SchedulingState
 from lake_assets.dynamic_tables.explaining import explain
 from lake_assets.dynamic_tables.grammar import ExplainDynamicTable, ShowRefreshHistory
-from lake_assets.dynamic_tables.operators.inner_join import RESTRICT_MIN_ROWS
 from lake_assets.dynamic_tables.refreshes import REFRESHES, RefreshMode, RefreshRecord
 from lake_assets.dynamic_tables.rewrites import notes
+from lake_assets.dynamic_tables.runtime.pruning import restricted
 from lake_assets.dynamic_tables.steps.lower import definition_of, plan_of, source_columns
 from lake_assets.dynamic_tables.steps.read_sources import untracked
 from lake_assets.sql.binding import referenced_tables
@@ -161,5 +161,5 @@ def _layouts(catalog: Catalog, sources: Iterable[str]) -> dict[str, tuple[str, .
     return {
         name: relation.cluster_by
         for name, relation in relations.items()
-        if isinstance(relation, TableEntry) and (relation.row_count or 0) >= RESTRICT_MIN_ROWS
+        if isinstance(relation, TableEntry) and restricted(relation.row_count)
     }

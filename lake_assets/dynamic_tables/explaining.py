@@ -14,7 +14,6 @@ from lake_assets.dynamic_tables.entry import RefreshModeChoice
 from lake_assets.dynamic_tables.lowering import classify
 from lake_assets.dynamic_tables.operators.base import Operator, Plan
 from lake_assets.dynamic_tables.operators.described import described
-from lake_assets.dynamic_tables.operators.inner_join import InnerJoin
 from lake_assets.dynamic_tables.rewrites import notes
 
 COLUMNS = ["operator", "refresh"]
@@ -74,10 +73,9 @@ def _layout_notes(plan: Plan, layouts: Mapping[str, tuple[str, ...]]) -> Iterato
     keys: dict[str, list[str]] = {}
     for tree in (plan.tree, *(stage.plan.tree for stage in plan.all_stages())):
         for node in _walk(tree):
-            if isinstance(node, InnerJoin):
-                for table, columns in node.join_keys().items():
-                    found = keys.setdefault(table, [])
-                    found += [column for column in columns if column not in found]
+            for table, columns in node.join_keys().items():
+                found = keys.setdefault(table, [])
+                found += [column for column in columns if column not in found]
     for table, joined in keys.items():
         layout = layouts.get(table)
         if layout is None or {c.lower() for c in layout} & {c.lower() for c in joined}:

@@ -20,7 +20,8 @@ JOIN = (
 SCAN = "reads its change data feed from the version the last refresh read to now"
 SEMI_RULE = (
     "the rows of the join keys the changed source rows hold (each from its own column), "
-    "now less as last read"
+    "now less as last read; a table of 100,000 rows or more is read only where its key column "
+    "lies in the ranges of those keys"
 )
 
 
@@ -201,3 +202,26 @@ def test_a_large_table_joined_by_a_key_it_is_not_clustered_by_gets_a_note() -> N
     assert note.startswith("orders is read where orderkey")
     assert note.endswith("ALTER TABLE orders CLUSTER BY (orderkey), then OPTIMIZE orders")
     assert notes({}) == []
+
+
+def test_a_large_table_a_semi_join_reads_by_its_key_gets_the_note_too() -> None:
+    """TPC-H Q4's shape: a keyed join reads each table by its key column in the ranges of the
+    keys a change touches."""
+    statement = parse_statement(
+        "EXPLAIN CREATE DYNAMIC TABLE d AS SELECT o_priority, COUNT(*) AS n FROM orders "
+        "WHERE EXISTS (SELECT * FROM lineitem WHERE l_orderkey = o_orderkey) GROUP BY o_priority"
+    )
+    assert isinstance(statement, ExplainDynamicTable)
+    assert statement.create is not None
+    columns = {"orders": ["o_orderkey", "o_priority"], "lineitem": ["l_orderkey"]}
+    result = explain(
+        statement.create.query.expression,
+        statement.create.refresh_mode,
+        columns,
+        {"lineitem": ("l_shipdate",), "orders": ("o_orderkey",)},
+    )
+    assert [rule for operator, rule in result.rows if operator == "note"] == [
+        "lineitem is read where l_orderkey lies in the ranges of the change joined to it, but its "
+        "files are not laid out by l_orderkey, so every file is read: ALTER TABLE lineitem "
+        "CLUSTER BY (l_orderkey), then OPTIMIZE lineitem FULL"
+    ]

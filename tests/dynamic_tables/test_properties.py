@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from hypothesis import example, given
 
-from lake_assets.dynamic_tables.operators import inner_join
+from lake_assets.dynamic_tables.runtime import pruning
 from tests.dynamic_tables.histories import (
     BOTH_EXAMPLE,
     BOTH_STEPS,
@@ -103,7 +103,7 @@ def test_inner_join_with_changes_on_both_sides(spark, initial, steps, monkeypatc
     """Each side of a numeric key read only in the ranges of the other's change (every table
     counts as large here), NULL keys kept where `<=>` joins them; both tables clustered by the
     key, their files rewritten by OPTIMIZE between changes (a commit that changes no row)."""
-    monkeypatch.setattr(inner_join, "RESTRICT_MIN_ROWS", 0)
+    monkeypatch.setattr(pruning, "RESTRICT_MIN_ROWS", 0)
     check_history(
         spark,
         {

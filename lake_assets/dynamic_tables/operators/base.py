@@ -45,6 +45,11 @@ class Operator(ABC):
     def children(self) -> tuple[Operator, ...]:
         return ()
 
+    def join_keys(self) -> dict[str, tuple[str, ...]]:
+        """Each table's columns its rule reads a large table by, only in the ranges of a change's
+        keys: Delta skips the table's files by those columns when they are laid out by them."""
+        return {}
+
     def lines(self, depth: int = 0) -> Iterator[Line]:
         """The operator's line, then its children's, one level deeper."""
         yield Line(depth, self.label, self.rule)

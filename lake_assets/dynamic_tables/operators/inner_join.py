@@ -16,14 +16,11 @@ from sqlglot import exp
 from lake_assets.dynamic_tables.analyses.equalities import equated
 from lake_assets.dynamic_tables.operators.branch import Branch
 from lake_assets.dynamic_tables.runtime.netting import signed
-from lake_assets.dynamic_tables.runtime.pruning import ranges
+from lake_assets.dynamic_tables.runtime.pruning import RESTRICT_MIN_ROWS, ranges, restricted
 from lake_assets.dynamic_tables.runtime.queries import references, rewrite
 from lake_assets.dynamic_tables.runtime.sources import Changes
 
 _JOIN = "Δ(A ⋈ B) = ΔA ⋈ B now + A as last read ⋈ ΔB"
-# A reference is restricted from this many rows: the ranges cost two small Spark jobs, which a
-# table of a few files does not win back.
-RESTRICT_MIN_ROWS = 100_000
 _RESTRICTED = (
     f"; a side of {RESTRICT_MIN_ROWS:,} rows or more is read only where its join key lies in "
     "the ranges of the change's"
@@ -87,7 +84,7 @@ class InnerJoin(Branch):
         large = [
             (i, table)
             for i, table in enumerate(tables)
-            if i != j and (changes.reads[table.name.lower()].rows or 0) >= RESTRICT_MIN_ROWS
+            if i != j and restricted(changes.reads[table.name.lower()].rows)
         ]
         if not large:
             return self.select

@@ -5,7 +5,7 @@ now less as last read."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import reduce
 
 from pyspark.sql import DataFrame
@@ -17,12 +17,15 @@ from lake_assets.dynamic_tables.analyses.keys import JoinKey, Parameter
 from lake_assets.dynamic_tables.analyses.shapes import outer_join
 from lake_assets.dynamic_tables.operators.branch import Branch
 from lake_assets.dynamic_tables.runtime.by_key import Touched, now_less_before
-from lake_assets.dynamic_tables.runtime.queries import references, rewrite
+from lake_assets.dynamic_tables.runtime.pruning import RESTRICT_MIN_ROWS, ranges, restricted
+from lake_assets.dynamic_tables.runtime.queries import read_where, references, rewrite
 from lake_assets.dynamic_tables.runtime.sources import Changes
 
 _BY_JOIN_KEY = (
     "the rows of the join keys the changed source rows hold (each from its own column), "
-    "now less as last read"
+    "now less as last read; a table of "
+    f"{RESTRICT_MIN_ROWS:,} rows or more is read only where its key column lies in the "
+    "ranges of those keys"
 )
 
 
@@ -49,6 +52,12 @@ class KeyedJoin(Branch):
     @property
     def parameters(self) -> tuple[Parameter, ...]:
         return self.key.parameters
+
+    def join_keys(self) -> dict[str, tuple[str, ...]]:
+        return {
+            table.name.lower(): (column.name,)
+            for table, column in _key_columns(self.select, self.key)
+        }
 
     def signed_rows(self, changes: Changes, names: list[str], index: int) -> list[DataFrame]:
         return _by_join_key(changes, self.select, self.key, names, index)
@@ -95,8 +104,41 @@ def _by_join_key(
         null = F.lit(None).cast(keys.schema.fields[0].dataType).alias(column)
         keys = keys.unionAll(changes.spark.range(1).select(null))
     touched = Touched.held(keys, hidden(f"join_keys_{index}"))
-    restricted = touched.restricted(branch, [(column, key.expression)])
-    return now_less_before(changes, restricted, names)
+    limited = touched.restricted(branch, [(column, key.expression)])
+    return now_less_before(changes, _in_key_ranges(changes, limited, touched, key), names)
+
+
+def _key_columns(select: exp.Select, key: JoinKey) -> list[tuple[exp.Table, exp.Column]]:
+    """The tables whose rows of one key value are found by their own key column: every keyed
+    table but a NOT IN's (one of its rows with a NULL key decides every row)."""
+    return [
+        (table, key.columns[alias])
+        for table in references(select)
+        if (alias := table.alias_or_name.lower()) in key.columns and alias not in key.null_aware
+    ]
+
+
+def _in_key_ranges(changes: Changes, query: exp.Expr, touched: Touched, key: JoinKey) -> exp.Expr:
+    """`query` with each large keyed table read only where its key column lies in the ranges of
+    the touched keys, so that Delta skips its files by their statistics: a row of another key
+    makes only rows of that key, which the query does not keep."""
+    assert isinstance(query, exp.Select), "a keyed query is one SELECT"
+    large = [
+        (table, column)
+        for table, column in _key_columns(query, key)
+        if restricted(changes.reads[table.name.lower()].rows)
+    ]
+    (field,) = touched.frame.schema.fields
+    found = ranges(touched.frame, [field]) if large else None
+    if found is None or not found.bounds:
+        return query
+    for table, column in large:
+        schema = changes.spark.table(changes.reads[table.name.lower()].view("new")).schema
+        held = {f.name.lower(): f for f in schema}.get(column.name.lower())
+        if held is not None and held.dataType == field.dataType:
+            alias = table.alias_or_name.lower()
+            query = read_where(query, alias, replace(found, column=held.name).sql(alias))
+    return query
 
 
 def _decided_otherwise(changes: Changes, parameter: Parameter, name: str) -> list[DataFrame]:

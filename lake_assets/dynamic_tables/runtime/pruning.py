@@ -18,6 +18,9 @@ from pyspark.sql.types import DataType, DateType, DecimalType, IntegralType, Str
 
 from lake_assets.core.delta import quote_name
 
+# A source is read only in the ranges of a change's keys from this many rows (the catalog's
+# count): the ranges cost two small Spark jobs, which a table of a few files does not win back.
+RESTRICT_MIN_ROWS = 100_000
 # At most this many ranges in the predicate.
 _MAX_RANGES = 32
 # The changed values are first gathered into this many equal-width buckets (one Spark job).
@@ -48,6 +51,11 @@ class Ranges:
         if self.nulls:
             parts.append(f"{target} IS NULL")
         return f"({' OR '.join(parts)})"
+
+
+def restricted(rows: int | None) -> bool:
+    """Whether a source of `rows` rows is read only in the ranges of a change's keys."""
+    return (rows or 0) >= RESTRICT_MIN_ROWS
 
 
 def _prunable(field: StructField) -> bool:

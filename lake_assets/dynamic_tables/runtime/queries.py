@@ -108,6 +108,18 @@ def keys_restricted(
     return select.where(exp.Exists(this=inner), copy=False)
 
 
+def read_where(query: exp.Expr, alias: str, predicate: str) -> exp.Expr:
+    """`query` with the table under `alias` read only where `predicate` (over `alias`) holds:
+    its scan is filtered, so the predicate cuts no row the query's joins would NULL-extend."""
+    limited = query.copy()
+    for table in references(limited):
+        if table.alias_or_name.lower() == alias:
+            condition = exp.condition(predicate, dialect="spark")
+            scan = exp.select("*").from_(table.copy()).where(condition)
+            table.replace(scan.subquery(table.alias_or_name))
+    return limited
+
+
 def rows_restricted(
     query: exp.Expr, columns: Sequence[str], keys_view: str, key_types: Mapping[str, DataType]
 ) -> exp.Expr:
