@@ -4,6 +4,7 @@ it, and how the figures are read (nearest-rank percentiles, Dagster's run events
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
 import shutil
@@ -11,7 +12,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,3 +155,23 @@ def bench_home(prefix: str, connect: bool, keep: bool) -> Iterator[Bench]:
             stop(process)
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def file_bench(
+    description: str, prefix: str, measure: Callable[[Bench, argparse.Namespace], int]
+) -> int:
+    """The entry of a bench that drops files into a pipe's volume under the daemon: its options,
+    its homes, and Ctrl-C."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--files", type=int, default=24)
+    parser.add_argument("--interval", type=float, default=5.0, help="seconds between files")
+    parser.add_argument("--rows", type=int, default=5, help="rows per file")
+    parser.add_argument("--poll", type=int, default=5, help="the pipe's POLL_INTERVAL")
+    parser.add_argument("--no-connect", action="store_true", help="every run starts its own JVM")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    args = parser.parse_args()
+    try:
+        with bench_home(prefix, not args.no_connect, args.keep) as bench:
+            return measure(bench, args)
+    except KeyboardInterrupt:
+        return 130

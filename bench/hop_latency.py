@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dagster import DagsterInstance, RunsFilter
-from harness import Bench, RunTimes, bench_home, percentile, print_parts, run_times
+from harness import Bench, RunTimes, file_bench, percentile, print_parts, run_times
 from pipe_latency import CommitWatcher, write_file
 
 from lake_assets.core.catalog import Catalog
@@ -169,19 +169,7 @@ def stats(label: str, values: list[float]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--files", type=int, default=24)
-    parser.add_argument("--interval", type=float, default=5.0, help="seconds between files")
-    parser.add_argument("--rows", type=int, default=5, help="rows per file")
-    parser.add_argument("--poll", type=int, default=5, help="the pipe's POLL_INTERVAL")
-    parser.add_argument("--no-connect", action="store_true", help="every run starts its own JVM")
-    parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
-    args = parser.parse_args()
-    try:
-        with bench_home("lake-hop-", not args.no_connect, args.keep) as bench:
-            return measure(bench, args)
-    except KeyboardInterrupt:
-        return 130
+    return file_bench(__doc__.split("\n")[0], "lake-hop-", measure)
 
 
 def measure(bench: Bench, args: argparse.Namespace) -> int:
