@@ -16,7 +16,8 @@ With --workload rf a round is TPC-H's own refresh functions instead: RF1 adds 0.
 with their lines under keys above every existing one, RF2 deletes the 0.1 % oldest orders with
 their lines; no dimension changes. The tables are written in dbgen's key order, ROWS_PER_FILE
 rows per file, so that a read restricted to a change's key ranges skips files.
-Goals: 22 of 22 INCREMENTAL; median INCREMENTAL/FULL ≤ 0.2; AUTO never above 1.1 times FULL.
+Goals: 22 of 22 INCREMENTAL; median INCREMENTAL/FULL ≤ 0.2; AUTO never above 1.1 times the
+cheaper of INCREMENTAL and FULL.
 The integration test (tests/dynamic_tables/test_tpch.py) runs the same rounds at a small scale."""
 
 from __future__ import annotations
@@ -190,15 +191,16 @@ def main() -> None:
                     wrong += differences(lake, table, query)
             (applied, chosen_mode), (chosen, auto_mode), (full, _) = timed.values()
             incremental += chosen_mode == "INCREMENTAL"
-            worst_auto = max(worst_auto, chosen / full)
+            worst_auto = max(worst_auto, chosen / min(applied, full))
             if chosen_mode == "INCREMENTAL":
                 ratios.append(applied / full)
             print(f"  Q{number} {chosen_mode} {applied:.2f} s, AUTO ({auto_mode}) {chosen:.2f} s, "
-                  f"FULL {full:.2f} s, ratio {applied / full:.2f}, AUTO/FULL {chosen / full:.2f}, "
+                  f"FULL {full:.2f} s, ratio {applied / full:.2f}, "
+                  f"AUTO/cheaper {chosen / min(applied, full):.2f}, "
                   f"differing rows {wrong}", flush=True)  # fmt: skip
         median = statistics.median(ratios) if ratios else float("nan")
         print(f"{incremental} of {len(wanted)} INCREMENTAL; median INCREMENTAL/FULL {median:.2f}; "
-              f"AUTO at most {worst_auto:.2f}x FULL")  # fmt: skip
+              f"AUTO at most {worst_auto:.2f}x the cheaper")  # fmt: skip
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
