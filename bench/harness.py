@@ -111,6 +111,17 @@ class Bench:
         )
         return lake, spark
 
+    def pipe_objects(self, setup: str, poll: int) -> tuple[LakeSession, Path]:
+        """The objects a file bench drops its files for (`setup`, formatted with the incoming
+        folder's URI and the pipe's POLL_INTERVAL), created on the bench's own session, which
+        then stops (a JVM of its own without a server): the daemon's runs do the rest."""
+        incoming = self.root / "incoming"
+        incoming.mkdir()
+        lake, spark = self.session()
+        lake.sql(setup.format(location=incoming.as_uri() + "/", poll=poll))
+        spark.spark_session.stop()
+        return lake, incoming
+
     def start_daemon(self) -> None:
         """`lake code-server` and `dagster-daemon run`, logging to daemon.log."""
         with (self.root / "daemon.log").open("wb") as log:

@@ -173,11 +173,7 @@ def main() -> int:
 
 
 def measure(bench: Bench, args: argparse.Namespace) -> int:
-    incoming = bench.root / "incoming"
-    incoming.mkdir()
-    lake, spark = bench.session()
-    lake.sql(SETUP.format(location=incoming.as_uri() + "/", poll=args.poll))
-    spark.spark_session.stop()  # the bench's own session (a JVM with --no-connect) is done
+    lake, incoming = bench.pipe_objects(SETUP, args.poll)
     watcher = CommitWatcher(lake.catalog.get(TableEntry, TABLE).location)
     summary = lake.catalog.get(DynamicTableEntry, SUMMARY).location
     bench.start_daemon()

@@ -123,11 +123,7 @@ def main() -> int:
 
 
 def measure(bench: Bench, args: argparse.Namespace) -> int:
-    incoming = bench.root / "incoming"
-    incoming.mkdir()
-    lake, spark = bench.session()
-    lake.sql(SETUP.format(location=incoming.as_uri() + "/", poll=args.poll))
-    spark.spark_session.stop()  # the bench's own session (a JVM with --no-connect) is done
+    lake, incoming = bench.pipe_objects(SETUP, args.poll)
     watcher = CommitWatcher(lake.catalog.get(TableEntry, "bench_t").location)
     bench.start_daemon()
     warm = Sample("warm-up", write_file(incoming, 0, args.rows).as_uri(), time.time())
