@@ -10,6 +10,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from lake_assets.core import failpoints
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.commits import STATEMENT_MARKER, find, new_record
 from lake_assets.core.delta import latest_version, row_changes, row_count
@@ -22,6 +23,9 @@ from lake_assets.sql.grammar import OVERWRITE
 # itself: both take the target's location; they get the version it was read at and the record.
 Consuming = Callable[[str, int, dict[str, Any]], AbstractContextManager[None]]
 Write = Callable[[str, dict[str, Any]], None]
+
+# Where tests kill this process to prove crash safety (LAKE_FAILPOINT=<name>).
+STATEMENT_COMMITTED = "statement.committed"
 
 
 def commit_write(
@@ -40,6 +44,7 @@ def commit_write(
     record = new_record(STATEMENT_MARKER, operation=operation)
     with consuming(target.location, before, record):
         write(target.location, record)
+    failpoints.reached(STATEMENT_COMMITTED)
     commit = find(spark, target.location, record, after=before)
     if commit is None:
         return Result.status(f"{operation}: no change to {name}")

@@ -19,6 +19,7 @@ from lake_assets.dynamic_tables.steps.read_sources import untracked
 from lake_assets.sql.binding import referenced_tables
 from lake_assets.sql.statements import DescribeObject
 from lake_assets.tables.entry import TableEntry
+from lake_assets.tables.layout import clustered_by
 
 if TYPE_CHECKING:
     from lake_assets.core.kind import Context
@@ -159,7 +160,7 @@ def _layouts(catalog: Catalog, sources: Iterable[str]) -> dict[str, tuple[str, .
     reads of them to be restricted to a change's keys."""
     relations = {name.lower(): catalog.find_relation(name) for name in sources}
     return {
-        name: relation.cluster_by
+        name: clustered_by(catalog, relation)
         for name, relation in relations.items()
         if isinstance(relation, TableEntry) and restricted(relation.row_count)
     }

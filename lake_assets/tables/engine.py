@@ -11,11 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import SparkSession
 
+from lake_assets.core import failpoints
 from lake_assets.core.catalog import Catalog, unknown_table
 from lake_assets.core.commits import committing
 from lake_assets.core.delta import (
     delta_ref,
     history,
+    log_versions,
     quote_name,
     remove_location,
     row_changes,
@@ -39,9 +41,13 @@ from lake_assets.tables.grammar import (
     Optimize,
     ShowTables,
 )
+from lake_assets.tables.layout import clustered_by
 
 if TYPE_CHECKING:
     from lake_assets.core.kind import Context
+
+# Where tests kill this process to prove crash safety (LAKE_FAILPOINT=<name>).
+LAYOUT_COMMITTED = "table.layout.committed"
 
 # The dialect's table properties (SET PROPERTIES) and the Delta properties they map to.
 _DELTA_PROPERTIES = {"change_tracking": "delta.enableChangeDataFeed"}
@@ -211,7 +217,11 @@ def alter_clustering(session: Context, stmt: AlterTableClustering) -> Result:
     ensure_log_intact(entry)  # a layout change is a commit too
     layout = f"({_names(columns)})" if columns else "NONE"
     session.spark.sql(f"ALTER TABLE {delta_ref(entry.location)} CLUSTER BY {layout}")
+    failpoints.reached(LAYOUT_COMMITTED)
     catalog.update(TableEntry, name, lambda entry: replace(entry, cluster_by=columns))
+    newest = max(log_versions(entry.location) or [-1])
+    if entry.version == newest - 1 and entry.row_count is not None:
+        catalog.record_table_state(entry, newest, entry.row_count)  # no row changed
     if not columns:
         return Result.status(
             f"table {name} is not clustered: OPTIMIZE {name} only compacts its small files"
@@ -227,7 +237,7 @@ def optimize(session: Context, stmt: Optimize) -> Result:
     of another (a dynamic table's too): one commit that changes no row, so that readers of the
     table's changes see none."""
     target = session.catalog.stored(stmt.name)  # before Spark: unknown names fail without a JVM
-    if stmt.full and not _cluster_by(target):
+    if stmt.full and not _cluster_by(session.catalog, target):
         first = f" (or cluster it first: ALTER TABLE {target.name} CLUSTER BY (col, …))"
         raise LakeError(
             f"{target.LABEL} {target.name} is not clustered: OPTIMIZE … FULL lays out the files "
@@ -261,15 +271,16 @@ def _stored_relation(session: Context, name: str) -> StoredRelation:
     return entry
 
 
-def _cluster_by(entry: StoredRelation) -> tuple[str, ...]:
+def _cluster_by(catalog: Catalog, entry: StoredRelation) -> tuple[str, ...]:
     """The columns a relation's files are clustered by: only tables are clustered."""
-    return entry.cluster_by if isinstance(entry, TableEntry) else ()
+    return clustered_by(catalog, entry) if isinstance(entry, TableEntry) else ()
 
 
 def describe_table(session: Context, stmt: DescribeTable) -> Result:
     entry = _stored_relation(session, stmt.name)
     keyed = {name: position for position, name in enumerate(entry.primary_key, start=1)}
-    clustered = {name: position for position, name in enumerate(_cluster_by(entry), start=1)}
+    layout = _cluster_by(session.catalog, entry)
+    clustered = {name: position for position, name in enumerate(layout, start=1)}
     return Result(
         ["column_name", "data_type", "comment", "primary_key", "cluster_by"],
         [

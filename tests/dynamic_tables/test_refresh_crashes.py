@@ -8,28 +8,14 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from lake_assets.core import failpoints
 from lake_assets.dynamic_tables import refresh as dynamic
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.operators.stage import STAGE_AFTER_COMMIT, STAGES_FOLDER
 from lake_assets.dynamic_tables.runtime.writing import REFRESH_BEFORE_COMMIT
 from lake_assets.dynamic_tables.steps.commit import REFRESH_AFTER_COMMIT
 from lake_assets.session import LakeSession
+from tests.crashes import Crash, crash_at
 from tests.dynamic_tables.refresh_helpers import history_of, rows, version
-
-
-class Crash(BaseException):
-    """Stands in for SIGKILL in-process: nothing after the failpoint runs."""
-
-
-def crash_at(monkeypatch: pytest.MonkeyPatch, point: str) -> None:
-    """Until `monkeypatch.undo()`, reaching failpoint `point` raises Crash."""
-
-    def reached(name: str) -> None:
-        if name == point:
-            raise Crash
-
-    monkeypatch.setattr(failpoints, "reached", reached)
 
 
 def test_a_crash_after_the_commit_neither_loses_the_record_nor_applies_twice(

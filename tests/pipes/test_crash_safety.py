@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from lake_assets.core import failpoints
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import history
 from lake_assets.core.settings import LakeSettings
@@ -22,6 +21,7 @@ from lake_assets.pipes.load_records import load_history
 from lake_assets.pipes.loading import AFTER_COMMIT, BEFORE_COMMIT
 from lake_assets.session import LakeSession
 from lake_assets.tables.entry import TableEntry
+from tests.crashes import Crash, crash_at
 from tests.ingest_helpers import files, local_volume, message, put, rows
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,10 +34,6 @@ RECOVERY = {
     AFTER_COMMIT: "COPY: 0 files loaded (0 rows), 0 failed, 3 purged",
     BEFORE_PURGE: "COPY: 0 files loaded (0 rows), 0 failed, 3 purged",
 }
-
-
-class Crash(BaseException):
-    """Stands in for SIGKILL in-process: nothing after the failpoint runs."""
 
 
 @pytest.fixture
@@ -105,17 +101,10 @@ def test_the_catalog_row_count_is_right_after_recovering_from_a_crash_after_the_
     home: tuple[LakeSession, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     lake, _ = home
-    real = failpoints.reached
-
-    def crash_after_commit(name: str) -> None:
-        if name == AFTER_COMMIT:
-            raise Crash(name)
-        real(name)
-
-    monkeypatch.setattr(failpoints, "reached", crash_after_commit)
+    crash_at(monkeypatch, AFTER_COMMIT)
     with pytest.raises(Crash):
         lake.sql(COPY)
-    monkeypatch.setattr(failpoints, "reached", real)
+    monkeypatch.undo()
     assert message(lake, COPY) == RECOVERY[AFTER_COMMIT]
     entry = lake.catalog.get(TableEntry, "t")
     assert (entry.version, entry.row_count) == (1, 6)

@@ -4,6 +4,7 @@ row, and ALTER … CLUSTER BY NONE clears the layout."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -13,9 +14,13 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import delta_ref, latest_version
 from lake_assets.core.entries import Column
 from lake_assets.core.settings import LakeSettings
+from lake_assets.core.writes import STATEMENT_COMMITTED
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.session import LakeSession
+from lake_assets.tables.engine import LAYOUT_COMMITTED
 from lake_assets.tables.entry import TableEntry
+from lake_assets.tables.layout import CLUSTERING_DOMAIN, committed_clustering
+from tests.crashes import Crash, crash_at
 from tests.ingest_helpers import message, refused, rows
 
 COLUMNS = (Column("Id", "BIGINT"), Column("tags", "ARRAY<STRING>"), Column("dt", "DATE"))
@@ -90,6 +95,65 @@ def test_clustering_refusals_read_the_catalog_only_and_change_nothing(
 ) -> None:
     assert refused(catalog_only, statement) == error
     assert catalog_only.catalog.get(TableEntry, "t").cluster_by == ("dt", "Id")
+
+
+def commit_file(log: Path, version: int, *actions: dict[str, object]) -> None:
+    log.mkdir(parents=True, exist_ok=True)
+    (log / f"{version:020d}.json").write_text("\n".join(json.dumps(a) for a in actions) + "\n")
+
+
+def clustering_action(*paths: list[str]) -> dict[str, object]:
+    configuration = {"clusteringColumns": list(paths), "domainName": CLUSTERING_DOMAIN}
+    return {
+        "domainMetadata": {"domain": CLUSTERING_DOMAIN, "configuration": json.dumps(configuration)}
+    }
+
+
+def test_the_layout_committed_after_the_recorded_version_is_read_from_the_log(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "t" / "_delta_log"
+    commit_file(log, 0, {"commitInfo": {"operation": "CREATE TABLE"}})
+    commit_file(log, 1, clustering_action(["kind"]), {"commitInfo": {"operation": "CLUSTER BY"}})
+    commit_file(log, 2, clustering_action(["a", "b"], ["Id"]))
+    commit_file(log, 3, {"commitInfo": {"operation": "WRITE"}})
+    location = str(tmp_path / "t")
+    assert committed_clustering(location, 0) == ("a.b", "Id")  # the newest layout wins
+    assert committed_clustering(location, 2) is None  # recorded: nothing to read
+    assert committed_clustering(location, None) is None
+    assert committed_clustering(str(tmp_path / "gone"), 0) is None
+    commit_file(log, 4, clustering_action())
+    assert committed_clustering(location, 3) == ()  # CLUSTER BY NONE
+
+
+def test_a_crash_after_a_layout_or_optimize_commit_leaves_no_false_state(
+    spark: SparkSession, lake: LakeSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lake.sql(
+        "CREATE TABLE events (Id BIGINT, kind STRING);"
+        "INSERT INTO events VALUES (1, 'b'); INSERT INTO events VALUES (2, 'a')"
+    )
+    before = rows(lake, "SELECT * FROM events ORDER BY Id")
+    crash_at(monkeypatch, LAYOUT_COMMITTED)
+    with pytest.raises(Crash):
+        lake.sql("ALTER TABLE events CLUSTER BY (KIND)")
+    monkeypatch.undo()
+    assert lake.catalog.get(TableEntry, "events").cluster_by == ()  # its record was cut off
+    assert [row[4] for row in rows(lake, "DESC TABLE events")] == [None, 1]  # as Delta's log says
+    assert lake.catalog.get(TableEntry, "events").cluster_by == ("kind",)
+
+    crash_at(monkeypatch, STATEMENT_COMMITTED)
+    with pytest.raises(Crash):
+        lake.sql("OPTIMIZE events FULL")
+    monkeypatch.undo()
+    assert layout(spark, lake.catalog.get(TableEntry, "events").location) == (["kind"], 1)
+    assert message(lake, "OPTIMIZE events") == "OPTIMIZE: no change to events"
+    assert message(lake, "INSERT INTO events VALUES (3, 'c')") == (
+        "INSERT: 1 inserted, 0 updated, 0 deleted; events is at version 5 with 3 rows"
+    )
+    assert rows(lake, "SELECT * FROM events WHERE Id < 3 ORDER BY Id") == before
+    operations = [row[2] for row in rows(lake, "DESC HISTORY events")]
+    assert operations.count("OPTIMIZE") == 1
 
 
 def layout(spark: SparkSession, location: str) -> tuple[list[str], int]:
