@@ -13,7 +13,7 @@ import pytest
 from lake_assets.core.errors import LakeError
 from lake_assets.session import LakeSession
 
-# Files younger than loading.SETTLE_SECONDS are left for the next look ("half-uploaded"), so test
+# Files younger than planning.SETTLE_SECONDS are left for the next look ("half-uploaded"), so test
 # files are dated this many seconds back instead of making the tests sleep.
 SETTLED = 10.0
 

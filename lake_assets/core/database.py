@@ -62,6 +62,29 @@ def owned_table(name: str, owner: tuple[str, str] | None, *columns: SchemaItem) 
     return table
 
 
+def _missing(inspector: sa.Inspector) -> list[tuple[sa.Table, sa.Column[Any] | None]]:
+    """The declared tables the database lacks (no column named), and the declared columns its
+    tables lack."""
+    existing = set(inspector.get_table_names())
+    missing: list[tuple[sa.Table, sa.Column[Any] | None]] = []
+    for name, table in SCHEMA.tables.items():
+        if name not in existing:
+            missing.append((table, None))
+            continue
+        present = {column["name"] for column in inspector.get_columns(name)}
+        missing += [(table, column) for column in table.columns if column.name not in present]
+    return missing
+
+
+def _add_column(conn: Connection, table: sa.Table, column: sa.Column[Any]) -> None:
+    """A column declared after the database was made: nullable, or with a server default."""
+    kind = column.type.compile(dialect=conn.dialect)
+    default = column.server_default
+    text = f" DEFAULT {default.arg}" if isinstance(default, sa.DefaultClause) else ""
+    null = "" if column.nullable else " NOT NULL"
+    conn.execute(sa.text(f'ALTER TABLE {table.name} ADD COLUMN "{column.name}" {kind}{text}{null}'))
+
+
 def owned_in(namespace: str) -> list[Owned]:
     return [owned for owned in _OWNED if owned.namespace == namespace]
 
@@ -108,18 +131,22 @@ class Database:
         return (postgresql if self._engine.dialect.name == "postgresql" else sqlite).insert
 
     def _create_new_tables(self) -> None:
-        """Tables declared since the last use (a kind imported late) are created once; the write
-        lock is taken only if some are missing, so that reading never waits on a writer."""
+        """Tables declared since the last use (a kind imported late) are created once, and
+        columns added to a declared table since a database was made are added to it; the write
+        lock is taken only if something is missing, so that reading never waits on a writer."""
         if _CREATED.get(self.url) == len(SCHEMA.tables):
             return
         with self._engine.connect() as conn:
-            existing = set(sa.inspect(conn).get_table_names())
-        if not existing.issuperset(SCHEMA.tables):
+            missing = _missing(sa.inspect(conn))
+        if missing:
             with self._engine.connect().execution_options(lake_write=True) as conn, conn.begin():
                 # Processes opening a new database at once: one creates the tables, the others
                 # wait.
                 _take_write_lock(conn, self.lock_wait)
                 SCHEMA.create_all(conn)
+                for table, column in _missing(sa.inspect(conn)):
+                    if column is not None:
+                        _add_column(conn, table, column)
         _CREATED[self.url] = len(SCHEMA.tables)
 
     @contextmanager

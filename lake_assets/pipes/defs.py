@@ -9,6 +9,7 @@ from typing import Any
 
 from dagster import (
     AssetCheckResult,
+    AssetCheckSeverity,
     AssetCheckSpec,
     AssetIn,
     AssetKey,
@@ -42,7 +43,8 @@ from lake_assets.pipes.kafka.batches import BatchOutcome, run_batch
 from lake_assets.pipes.kafka.sensor import kafka_pipe_sensor
 from lake_assets.pipes.kafka.topics import topic_key, topic_spec
 from lake_assets.pipes.load_records import LoadRecord, LoadStatus
-from lake_assets.pipes.loading import CHANGED_SINCE_LOADED, LoadOutcome
+from lake_assets.pipes.loading import LoadOutcome
+from lake_assets.pipes.planning import CHANGED_SINCE_LOADED
 from lake_assets.pipes.sensors import event_pipe_sensor, pipe_sensor
 from lake_assets.tables.defs import TABLES_GROUP, table_metadata
 from lake_assets.tables.entry import TableEntry
@@ -200,12 +202,15 @@ def failure_text(failed: list[LoadRecord]) -> str:
 
 def _check_results(table: str, loads: Loads, names: set[str]) -> Iterator[AssetCheckResult]:
     failed = _with_status(loads, LoadStatus.LOAD_FAILED)
+    rejected = sum(o.rejected for o in loads.files)
     if FILES_CHECK in names:
         yield AssetCheckResult(
             asset_key=table,
             check_name=FILES_CHECK,
-            passed=not failed,
-            description=markdown_text(failure_text(failed)) if failed else "no file failed to load",
+            passed=not failed and not rejected,
+            # Rejected records are what ON_ERROR asked for: a warning, where a failed file errs.
+            severity=AssetCheckSeverity.ERROR if failed else AssetCheckSeverity.WARN,
+            description=_files_text(table, failed, rejected),
             metadata={
                 "failed_files": MetadataValue.md(
                     "\n".join(
@@ -213,7 +218,8 @@ def _check_results(table: str, loads: Loads, names: set[str]) -> Iterator[AssetC
                         for r in failed
                     )
                     or "none"
-                )
+                ),
+                "rows_rejected": rejected,
             },
         )
     if MESSAGES_CHECK in names:
@@ -230,6 +236,13 @@ def _check_results(table: str, loads: Loads, names: set[str]) -> Iterator[AssetC
                 ),
             },
         )
+
+
+def _files_text(table: str, failed: list[LoadRecord], rejected: int) -> str:
+    parts = [markdown_text(failure_text(failed))] if failed else []
+    if rejected:
+        parts.append(f"{rejected} row(s) rejected: `SELECT * FROM rejected_rows('{table}')`")
+    return "; ".join(parts) or "no file failed to load and no row was rejected"
 
 
 def report_op(table: TableEntry, checks: list[AssetCheckSpec]) -> OpDefinition:
@@ -262,7 +275,11 @@ def report_op(table: TableEntry, checks: list[AssetCheckSpec]) -> OpDefinition:
             metadata={
                 "rows_loaded": sum(o.rows for o in outcomes)
                 + sum(b.batch.rows or 0 for b in loads.batches),
-                "files_loaded": sum(o.count(LoadStatus.LOADED) for o in outcomes),
+                "rows_rejected": sum(o.rejected for o in outcomes),
+                "files_loaded": sum(
+                    o.count(LoadStatus.LOADED) + o.count(LoadStatus.PARTIALLY_LOADED)
+                    for o in outcomes
+                ),
                 "files_failed": sum(o.count(LoadStatus.LOAD_FAILED) for o in outcomes),
                 "files_skipped_changed": sum(o.count(LoadStatus.SKIPPED_CHANGED) for o in outcomes),
                 "files_purged": sum(len(o.purged) for o in outcomes),

@@ -68,28 +68,51 @@ def _fits(value: str, column_type: str) -> bool:
 
 def first_problem(source: VolumeSource, columns: tuple[Column, ...], record: str | None) -> str:
     """One sentence naming the column that does not fit, or the record that is malformed."""
+    return record_problem(source, columns, record)[1]
+
+
+def record_problem(
+    source: VolumeSource, columns: tuple[Column, ...], record: str | None
+) -> tuple[str | None, str]:
+    """The column that does not fit (None when the record is malformed as a whole), and one
+    sentence saying so."""
     shown = (record or "")[:200]
     if source.file_format == "PARQUET":
-        return record or "the file does not fit the table"
+        return None, record or "the file does not fit the table"
     if source.file_format == "JSON":
-        try:
-            json.loads(record or "")
-        except ValueError:
-            return f"malformed JSON record: {shown}"
-        return f"a JSON value does not fit the table's column types: {shown}"
+        return _json_problem(columns, record or "", shown)
     options = format_options(source.file_format, source.options)
-    problem = _csv_problem(options, columns, record or "", shown)
+    column, problem = _csv_problem(options, columns, record or "", shown)
     # Without multiLine, a line break inside a quoted value ends the row there: a quote is left
     # open in the row, or in the one the line break starts.
     unescaped = (record or "").replace(f'{options["escape"]}"', "")
     if unescaped.count('"') % 2 and options.get("multiline") != "true":
-        return f"{problem} (a quoted value that spans lines needs OPTIONS('multiLine' = 'true'))"
-    return problem
+        return column, (
+            f"{problem} (a quoted value that spans lines needs OPTIONS('multiLine' = 'true'))"
+        )
+    return column, problem
+
+
+def _json_problem(columns: tuple[Column, ...], record: str, shown: str) -> tuple[str | None, str]:
+    try:
+        values = json.loads(record)
+    except ValueError:
+        return None, f"malformed JSON record: {shown}"
+    if isinstance(values, dict):
+        found = {key.lower(): value for key, value in values.items()}
+        for column in columns:
+            value = found.get(column.name.lower())
+            if isinstance(value, (str, int, float)) and not _fits(str(value), column.type):
+                return (
+                    column.name,
+                    f"column {column.name}: {json.dumps(value)[:60]} is not a valid {column.type}",
+                )
+    return None, f"a JSON value does not fit the table's column types: {shown}"
 
 
 def _csv_problem(
     options: dict[str, str], columns: tuple[Column, ...], record: str, shown: str
-) -> str:
+) -> tuple[str | None, str]:
     """The row split as Spark splits it (its separator and escape), so the count is Spark's."""
     separator = options.get("sep") or options.get("delimiter") or ","
     # Python's reader doubles quotes as the RFC does; OPTIONS('escape' = '\\') adds a backslash.
@@ -97,11 +120,13 @@ def _csv_problem(
     escapechar = escape if len(escape) == 1 and escape != '"' else None
     fields = next(csv.reader([record], delimiter=separator, escapechar=escapechar), [])
     if len(fields) != len(columns):
-        return f"the row has {len(fields)} fields but the table has {len(columns)} columns: {shown}"
+        return None, (
+            f"the row has {len(fields)} fields but the table has {len(columns)} columns: {shown}"
+        )
     for column, value in zip(columns, fields, strict=True):
         if value and not _fits(value, column.type):
-            return f"column {column.name}: '{value[:60]}' is not a valid {column.type}"
-    return f"malformed CSV row: {shown}"
+            return column.name, f"column {column.name}: '{value[:60]}' is not a valid {column.type}"
+    return None, f"malformed CSV row: {shown}"
 
 
 def unreadable(error: BaseException) -> str | None:

@@ -21,16 +21,8 @@ from lake_assets.pipes.kafka import ledger
 from lake_assets.pipes.kafka.batches import run_batch
 from lake_assets.pipes.kafka.engine import create_kafka_pipe, describe_kafka_pipe
 from lake_assets.pipes.load_records import LoadStatus, load_history
-from lake_assets.pipes.loading import (
-    LoadOutcome,
-    LoadPlan,
-    load,
-    loaded_files,
-    plan_files,
-    reconcile,
-    skip_changed,
-    target_columns,
-)
+from lake_assets.pipes.loading import LoadOutcome, load, reconcile, target_columns
+from lake_assets.pipes.planning import LoadPlan, loaded_files, plan_files, skip_changed
 from lake_assets.sql.statements import DescribeObject, DropObject
 from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes.entry import VolumeEntry
@@ -80,7 +72,10 @@ def ingest(
         reload_changed=copy.reload_changed,
         complete=paths is not None,
     )
-    outcome = load(spark, catalog, table, copy.source, store, plan.pending, fence=fence, pipe=pipe)
+    outcome = load(
+        spark, catalog, table, copy.source, store, plan.pending,
+        fence=fence, pipe=pipe, on_error=copy.on_error,
+    )  # fmt: skip
     outcome.records += skip_changed(catalog, table.name, plan.changed, pipe)
     if copy.purge:
         failpoints.reached(BEFORE_PURGE)

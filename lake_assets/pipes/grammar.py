@@ -1,4 +1,5 @@
-"""COPY INTO a table from a volume, CREATE PIPE / ALTER PIPE, and `load_history('t')`."""
+"""COPY INTO a table from a volume, CREATE PIPE / ALTER PIPE, `load_history('t')` and
+`rejected_rows('t')`."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from lake_assets.pipes.kafka.grammar import (
     kafka_errors_relation,
     read_kafka_relation,
 )
+from lake_assets.pipes.on_error import ON_ERROR_USAGE, SKIP_FILE, OnError, parse_on_error
 from lake_assets.sql.grammar import Grammar, ObjectWords, SourceParser, StatementParser, finished
 from lake_assets.sql.relations import extract_sources, opens_call
 from lake_assets.sql.statements import Query, Source, Statement
@@ -22,7 +24,8 @@ from lake_assets.volumes.grammar import VolumeSource, parse_volume_source
 
 COPY_INTO_TABLE = (
     "COPY INTO t FROM VOLUME v [(col TYPE, …)] USING CSV|PARQUET|JSON [OPTIONS(…)] "
-    "[FILES(…)] [SUBDIRECTORY '…'] [PURGE = TRUE] [FORCE = TRUE] [RELOAD_CHANGED = TRUE]"
+    "[FILES(…)] [SUBDIRECTORY '…'] [ON_ERROR = …] [PURGE = TRUE] [FORCE = TRUE] "
+    "[RELOAD_CHANGED = TRUE]"
 )
 CREATE_PIPE = (
     "CREATE PIPE [IF NOT EXISTS] p [VIRTUAL_CLUSTER = '…'] INGEST_MODE = 'LIST_PURGE'|"
@@ -49,6 +52,7 @@ class CopyIntoTable(Statement):
     force: bool = False
     # A loaded file that changed since is loaded again (its whole new content), not skipped.
     reload_changed: bool = False
+    on_error: OnError = SKIP_FILE
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,14 @@ class LoadHistorySource(Source):
     table: str
 
 
+@dataclass(frozen=True)
+class RejectedRowsSource(Source):
+    """`rejected_rows('t')`: the records loads into the table rejected, kept as long as their
+    load records."""
+
+    table: str
+
+
 def _flag(cursor: TokenCursor, what: str) -> bool:
     cursor.expect_symbol(TokenType.EQ, "=")
     return cursor.boolean(what)
@@ -128,8 +140,12 @@ def parse_copy_into_table(cursor: TokenCursor) -> CopyIntoTable:
     source = parse_volume_source(cursor)
     cursor.usage = COPY_INTO_TABLE
     purge = force = reload_changed = False
+    on_error = SKIP_FILE
     while not cursor.at_end():
-        if cursor.accept("PURGE"):
+        if cursor.accept("ON_ERROR"):
+            cursor.expect_symbol(TokenType.EQ, "=")
+            on_error = parse_on_error(cursor.setting(ON_ERROR_USAGE))
+        elif cursor.accept("PURGE"):
             purge = _flag(cursor, "PURGE")
         elif cursor.accept("FORCE"):
             force = _flag(cursor, "FORCE")
@@ -137,7 +153,7 @@ def parse_copy_into_table(cursor: TokenCursor) -> CopyIntoTable:
             reload_changed = _flag(cursor, "RELOAD_CHANGED")
         else:
             break
-    return CopyIntoTable(table, source, purge, force, reload_changed)
+    return CopyIntoTable(table, source, purge, force, reload_changed, on_error)
 
 
 def parse_create_pipe(cursor: TokenCursor, grammar: Grammar) -> Statement:
@@ -329,14 +345,21 @@ def parse_alter_pipe(cursor: TokenCursor, grammar: Grammar) -> Statement:
     return finished(cursor, AlterPipe(name, paused=_flag(cursor, "PIPE_EXECUTION_PAUSED")))
 
 
-def _load_history_relation(cursor: TokenCursor, previous: str) -> Source | None:
-    if not opens_call(cursor):
-        return None
-    cursor.position += 2
-    cursor.usage = "load_history('table')"
-    source = LoadHistorySource(cursor.string("a quoted table name").lower())
-    cursor.expect_symbol(TokenType.R_PAREN, ")")
-    return source
+def _table_relation(
+    kind: type[LoadHistorySource] | type[RejectedRowsSource], usage: str
+) -> SourceParser:
+    """A relation written as a call with one quoted table name: `load_history('t')`."""
+
+    def parse(cursor: TokenCursor, previous: str) -> Source | None:
+        if not opens_call(cursor):
+            return None
+        cursor.position += 2
+        cursor.usage = usage
+        source = kind(cursor.string("a quoted table name").lower())
+        cursor.expect_symbol(TokenType.R_PAREN, ")")
+        return source
+
+    return parse
 
 
 STATEMENTS: dict[tuple[str, ...], StatementParser] = {
@@ -345,7 +368,8 @@ STATEMENTS: dict[tuple[str, ...], StatementParser] = {
     ("ALTER", "PIPE"): parse_alter_pipe,
 }
 SOURCES: dict[str, SourceParser] = {
-    "LOAD_HISTORY": _load_history_relation,
+    "LOAD_HISTORY": _table_relation(LoadHistorySource, "load_history('table')"),
+    "REJECTED_ROWS": _table_relation(RejectedRowsSource, "rejected_rows('table')"),
     "TABLE": read_kafka_relation,
     "KAFKA_ERRORS": kafka_errors_relation,
 }

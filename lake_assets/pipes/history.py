@@ -1,7 +1,9 @@
-"""load_history('t') as a relation: the table's load records within the retention window."""
+"""load_history('t') and rejected_rows('t') as relations: the table's load records within the
+retention window, and the records its loads rejected."""
 
 from __future__ import annotations
 
+from dataclasses import astuple
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -9,8 +11,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.settings import LakeSettings
-from lake_assets.pipes.grammar import LoadHistorySource
-from lake_assets.pipes.load_records import load_history
+from lake_assets.pipes.grammar import LoadHistorySource, RejectedRowsSource
+from lake_assets.pipes.load_records import load_history, rejected_rows
 from lake_assets.tables.entry import TableEntry
 
 if TYPE_CHECKING:
@@ -18,7 +20,12 @@ if TYPE_CHECKING:
 
 SCHEMA = (
     "file_path STRING, last_copy_time TIMESTAMP, file_size BIGINT, status STRING, "
-    "rows_loaded BIGINT, first_error_message STRING, pipe_name STRING, commit_version BIGINT"
+    "rows_loaded BIGINT, first_error_message STRING, pipe_name STRING, commit_version BIGINT, "
+    "rows_rejected BIGINT"
+)
+REJECTED_SCHEMA = (
+    "file_path STRING, row_number BIGINT, column_name STRING, error STRING, raw_record STRING, "
+    "pipe_name STRING, commit_version BIGINT"
 )
 
 
@@ -43,8 +50,15 @@ def load_history_frame(
                 r.first_error_message,
                 r.pipe_name,
                 r.commit_version,
+                r.rows_rejected,
             )
             for r in records
         ],
         SCHEMA,
     )
+
+
+def read_rejected_rows(session: Context, source: RejectedRowsSource) -> DataFrame:
+    session.catalog.get(TableEntry, source.table)
+    rows = rejected_rows(session.catalog, source.table)
+    return session.spark.createDataFrame([astuple(row) for row in rows], REJECTED_SCHEMA)

@@ -10,8 +10,9 @@ from lake_assets.pipes.grammar import (
     CopyIntoTable,
     CreatePipe,
     LoadHistorySource,
+    RejectedRowsSource,
 )
-from lake_assets.pipes.history import read_load_history
+from lake_assets.pipes.history import read_load_history, read_rejected_rows
 from lake_assets.pipes.kafka.grammar import KafkaErrorsSource, KafkaSource
 from lake_assets.pipes.kafka.reading import read_kafka, read_kafka_errors
 
@@ -26,6 +27,7 @@ KIND = Kind(
     sources=SOURCES,
     readers={
         LoadHistorySource: read_load_history,
+        RejectedRowsSource: read_rejected_rows,
         KafkaSource: read_kafka,
         KafkaErrorsSource: read_kafka_errors,
     },

@@ -8,7 +8,6 @@ twice. Concurrent loaders are fenced by Delta's idempotent writes (txnAppId/txnV
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -33,11 +32,21 @@ from lake_assets.pipes.load_records import (
     LOAD_MARKER,
     LoadRecord,
     LoadStatus,
-    load_history,
+    RejectedRow,
+    file_record,
     load_mark,
     record_loads,
 )
-from lake_assets.pipes.parsing import as_read, is_malformed, parse_files, rows_per_file, sorting_out
+from lake_assets.pipes.on_error import SKIP_FILE, ErrorMode, OnError
+from lake_assets.pipes.parsing import (
+    Rejected,
+    as_read,
+    is_malformed,
+    parse_files,
+    rows_per_file,
+    sorting_out,
+)
+from lake_assets.pipes.planning import CHANGED_SINCE_LOADED
 from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes.grammar import VolumeSource
 from resources.storage import FileInfo, VolumeStore
@@ -45,12 +54,6 @@ from resources.storage import FileInfo, VolumeStore
 # Where tests kill this process to prove crash safety (LAKE_FAILPOINT=<name>).
 AFTER_COMMIT = "load-after-commit"
 BEFORE_COMMIT = "load-before-commit"
-
-# Files modified this recently may still be being written; they wait for the next look.
-SETTLE_SECONDS = 1.0
-
-# What COPY, a pipe's run and DESC PIPE say of loaded files that changed and were skipped.
-CHANGED_SINCE_LOADED = "changed since loaded (RELOAD_CHANGED = TRUE loads them again)"
 
 
 @dataclass
@@ -62,9 +65,11 @@ class LoadOutcome:
 
     @property
     def rows(self) -> int:
-        return sum(
-            record.rows_loaded for record in self.records if record.status == LoadStatus.LOADED
-        )
+        return sum(record.rows_loaded for record in self.records if record.status.loaded)
+
+    @property
+    def rejected(self) -> int:
+        return sum(record.rows_rejected for record in self.records)
 
     def count(self, status: str) -> int:
         return sum(1 for record in self.records if record.status == status)
@@ -73,8 +78,10 @@ class LoadOutcome:
         at = f"; {self.table} is at version {self.version}" if self.version is not None else ""
         skipped = self.count(LoadStatus.SKIPPED_CHANGED)
         changed = f", {skipped} skipped: {CHANGED_SINCE_LOADED}" if skipped else ""
+        loaded = self.count(LoadStatus.LOADED) + self.count(LoadStatus.PARTIALLY_LOADED)
+        rejected = f", {self.rejected} rejected" if self.rejected else ""
         return (
-            f"COPY: {self.count(LoadStatus.LOADED)} files loaded ({self.rows} rows), "
+            f"COPY: {loaded} files loaded ({self.rows} rows{rejected}), "
             f"{self.count(LoadStatus.LOAD_FAILED)} failed, {len(self.purged)} purged{changed}{at}"
         )
 
@@ -89,129 +96,25 @@ def reconcile(spark: SparkSession, catalog: Catalog, table: TableEntry) -> int:
     newest = commits[0].version
     if newest <= mark:
         return newest
-    records = []
+    records, rejected = [], []
     for commit in commits:
         metadata = decode(commit.user_metadata, LOAD_MARKER)
         if metadata is None:
             continue
-        for path, size, modified, rows in metadata["files"]:
+        pipe = metadata.get("pipe")
+        for path, size, modified, rows, *bad in metadata["files"]:
             records.append(
-                LoadRecord(
-                    path, metadata["time"], size, modified, LoadStatus.LOADED, rows, None,
-                    metadata.get("pipe"), commit.version,
-                )
-            )  # fmt: skip
-    record_loads(catalog, table.name, records, newest)
+                _record_of(path, size, modified, metadata["time"], rows, bad, pipe, commit.version)
+            )
+        rejected += [
+            RejectedRow(path, number, column, error, raw, pipe, commit.version)
+            for path, number, column, error, raw in metadata.get("rejected", [])
+        ]
+    record_loads(catalog, table.name, records, newest, rejected)
     if table.version is None or table.version < newest:
         # A crash after a load's commit also skipped recording the table's version and rows.
         catalog.record_table_state(table, newest, row_count(spark, table.location, newest))
     return newest
-
-
-@dataclass(frozen=True)
-class ChangedFile:
-    """A loaded file whose size or modification time changed since its newest load."""
-
-    info: FileInfo
-    last_load: LoadRecord
-    recorded: bool  # this change already has its SKIPPED_CHANGED record
-
-
-@dataclass(frozen=True)
-class LoadPlan:
-    """What a load does with the files it sees: loads `pending`, and skips `changed` (loaded
-    files that changed since, unless RELOAD_CHANGED or FORCE), recording each change once."""
-
-    pending: list[FileInfo]
-    changed: list[ChangedFile]
-
-    @property
-    def news(self) -> list[FileInfo]:
-        """What a run has to act on: files to load and changes not recorded yet (a sensor asks
-        for a run for these only, so a skipped change is recorded once, not at every look)."""
-        return self.pending + [c.info for c in self.changed if not c.recorded]
-
-
-def plan_files(
-    catalog: Catalog,
-    table: str,
-    files: list[FileInfo],
-    retention_days: float,
-    *,
-    force: bool = False,
-    reload_changed: bool = False,
-    complete: bool = False,
-) -> LoadPlan:
-    """Pending: files not loaded within the retention window, not failed as they are, and
-    settled (or known `complete`: S3 announces an object only once it is whole). A loaded file
-    whose size or modification time changed since its newest load is pending only with
-    `reload_changed`; else it is a skipped change."""
-    now = datetime.now(UTC)
-    since = (now - timedelta(days=retention_days)).isoformat(timespec="milliseconds")
-    records = load_history(catalog, table, since)
-    newest_loads: dict[str, LoadRecord] = {}
-    for record in records:  # newest first
-        if record.status == LoadStatus.LOADED:
-            newest_loads.setdefault(record.file_path, record)
-    failed, skipped = (
-        {(r.file_path, r.file_size, r.file_modified) for r in records if r.status == status}
-        for status in (LoadStatus.LOAD_FAILED, LoadStatus.SKIPPED_CHANGED)
-    )
-    settled = now - timedelta(seconds=0 if complete else SETTLE_SECONDS)
-    plan = LoadPlan([], [])
-    for info in files:
-        if info.last_modified > settled:
-            continue
-        if force:
-            plan.pending.append(info)
-            continue
-        state = (info.url, info.size, info.last_modified.isoformat())
-        last = newest_loads.get(info.url)
-        loaded_as_is = last is not None and (last.file_size, last.file_modified) == state[1:]
-        if loaded_as_is or state in failed:
-            continue
-        if last is None or reload_changed:
-            plan.pending.append(info)
-        else:
-            plan.changed.append(ChangedFile(info, last, state in skipped))
-    return plan
-
-
-def skip_changed(
-    catalog: Catalog, table: str, changed: list[ChangedFile], pipe: str | None
-) -> list[LoadRecord]:
-    """A SKIPPED_CHANGED record for each skipped change; only the unrecorded ones are added to
-    the load history (no rows, no commit: as a failed file's record)."""
-    now = now_utc()
-    skips = [
-        (c, _record(c.info, now, LoadStatus.SKIPPED_CHANGED, 0, changed_text(c), pipe, None))
-        for c in changed
-    ]
-    record_loads(catalog, table, [record for c, record in skips if not c.recorded], None)
-    return [record for _, record in skips]
-
-
-def changed_text(changed: ChangedFile) -> str:
-    """Why a loaded file was skipped, and the two ways to load it."""
-    last = changed.last_load
-    return (
-        f"changed since it was loaded at {last.last_copy_time} ({last.file_size} bytes then, "
-        f"{changed.info.size} now), so not loaded again; COPY with RELOAD_CHANGED = TRUE "
-        "appends its new content, FORCE = TRUE appends every file again"
-    )
-
-
-def loaded_files(
-    catalog: Catalog, table: str, files: list[FileInfo], retention_days: float
-) -> list[FileInfo]:
-    """Files whose rows are committed, unchanged since: the only ones PURGE may delete."""
-    since = (datetime.now(UTC) - timedelta(days=retention_days)).isoformat(timespec="milliseconds")
-    loaded = {
-        (r.file_path, r.file_size, r.file_modified)
-        for r in load_history(catalog, table, since)
-        if r.status == LoadStatus.LOADED
-    }
-    return [i for i in files if (i.url, i.size, i.last_modified.isoformat()) in loaded]
 
 
 def target_columns(table: TableEntry, source: VolumeSource) -> tuple[Column, ...]:
@@ -238,44 +141,118 @@ def load(
     *,
     fence: int,
     pipe: str | None = None,
+    on_error: OnError = SKIP_FILE,
 ) -> LoadOutcome:
     """Load `files` (already filtered to pending ones) into `table` in one commit; `fence` is
     the table's newest version when `reconcile` brought the index up to date.
 
-    One pass when every file reads and every record fits (the usual case); otherwise the bad
-    files are sorted out (`sorting_out`) and fail alone, and the good ones still load."""
+    One pass when every file reads and every record fits (the usual case); otherwise the batch
+    is sorted out (`sorting_out`) by `on_error`: bad files fail alone, or lose only their bad
+    records, and the rest still loads."""
     if not files:
         return LoadOutcome(table.name, None, [], [])
     columns = target_columns(table, source)
     local = {store.spark_path(info.relative_path): info for info in files}
     now = now_utc()
-    failed: list[LoadRecord] = []
-    version = None
-    good: list[tuple[FileInfo, int]] = []
+    batch = _Batch(table, columns, now, pipe, fence)
     try:
-        good = _good(local, rows_per_file(spark, source, store, columns, list(local)))
         rows = parse_files(spark, source, store, columns, list(local), strict=True)
-        version = _commit(spark, catalog, table, rows, columns, good, now, pipe, fence)
+        counts = rows_per_file(spark, source, store, columns, list(local))
+        good = {path: (info, counts.get(path, 0), 0) for path, info in local.items()}
+        version = batch.commit(spark, catalog, rows, good, {})
+        return batch.recorded(catalog, good, {}, [], version)
     except Exception as error:  # a bad file aborts the write before its commit
         if not is_malformed(error) and unreadable(error) is None:
             raise
-        with sorting_out(spark, source, store, columns, list(local), error) as sorted_out:
-            good_rows, counts, problems = sorted_out
-            for path, problem in problems.items():
-                info = local.pop(path)
-                failed.append(_record(info, now, LoadStatus.LOAD_FAILED, 0, problem, pipe, None))
-            good = _good(local, counts)
-            if good and good_rows is not None:
-                version = _commit(spark, catalog, table, good_rows, columns, good, now, pipe, fence)
-    loaded = [_record(info, now, LoadStatus.LOADED, n, None, pipe, version) for info, n in good]
-    # Right after the reconciled version, this commit's records complete the index up to it.
-    mark = version if version == fence + 1 else None
-    record_loads(catalog, table.name, loaded + failed, mark)
-    return LoadOutcome(table.name, version, loaded + failed, [])
+        with sorting_out(spark, source, store, columns, list(local), error, on_error) as out:
+            if out.problems and on_error.mode == ErrorMode.ABORT_STATEMENT:
+                raise _aborted(table.name, local, out.problems) from None
+            failed = [
+                file_record(local.pop(path), now, LoadStatus.LOAD_FAILED, 0, problem, pipe, None)
+                for path, problem in out.problems.items()
+            ]
+            good = {
+                path: (info, out.counts.get(path, 0), out.rejected.get(path, (0, []))[0])
+                for path, info in local.items()
+            }
+            rejected = {
+                local[path].url: kept for path, (_, kept) in out.rejected.items() if path in local
+            }
+            version = None
+            if good and out.rows is not None:
+                version = batch.commit(spark, catalog, out.rows, good, rejected)
+            return batch.recorded(catalog, good, rejected, failed, version)
 
 
-def _good(local: dict[str, FileInfo], counts: dict[str, int]) -> list[tuple[FileInfo, int]]:
-    return [(info, counts.get(path, 0)) for path, info in local.items()]
+def _aborted(table: str, local: dict[str, FileInfo], problems: dict[str, str]) -> LakeError:
+    path, problem = next(iter(problems.items()))
+    return LakeError(
+        f"COPY INTO {table} stopped at {local[path].url}: {problem}; nothing was loaded "
+        f"({len(problems)} of {len(local)} files have records that do not fit; "
+        "ON_ERROR = ABORT_STATEMENT)",
+        "fix or remove the file, or load the other files with ON_ERROR = SKIP_FILE (or every "
+        "good record with ON_ERROR = CONTINUE)",
+    )
+
+
+# A file's path to load: its file, its records that load and its rejected records.
+Good = dict[str, tuple[FileInfo, int, int]]
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """What every commit of one load shares: its table, columns, time, pipe and fence."""
+
+    table: TableEntry
+    columns: tuple[Column, ...]
+    now: str
+    pipe: str | None
+    fence: int
+
+    def commit(
+        self,
+        spark: SparkSession,
+        catalog: Catalog,
+        rows: DataFrame,
+        good: Good,
+        rejected: dict[str, list[Rejected]],
+    ) -> int:
+        return _commit(spark, catalog, self, rows, good, rejected)
+
+    def recorded(
+        self,
+        catalog: Catalog,
+        good: Good,
+        rejected: dict[str, list[Rejected]],
+        failed: list[LoadRecord],
+        version: int | None,
+    ) -> LoadOutcome:
+        """The load's records put in the index: right after the reconciled version, this
+        commit's records complete it up to it."""
+        loaded = [
+            _record_of(info.url, info.size, info.last_modified.isoformat(), self.now, n, [bad],
+                       self.pipe, version)
+            for info, n, bad in good.values()
+        ]  # fmt: skip
+        kept = [
+            RejectedRow(url, r.row_number, r.column_name, r.error, r.raw_record, self.pipe, version)
+            for url, rows in rejected.items()
+            for r in rows
+            if version is not None
+        ]
+        mark = version if version == self.fence + 1 else None
+        record_loads(catalog, self.table.name, loaded + failed, mark, kept)
+        return LoadOutcome(self.table.name, version, loaded + failed, [])
+
+
+def _record_of(
+    path: str, size: int | None, modified: str | None, time: str, rows: int, bad: list[int],
+    pipe: str | None, version: int | None,
+) -> LoadRecord:  # fmt: skip
+    """A loaded file's record; `bad` holds its rejected records' count (none in older commits)."""
+    rejected = bad[0] if bad else 0
+    status = LoadStatus.PARTIALLY_LOADED if rejected else LoadStatus.LOADED
+    return LoadRecord(path, time, size, modified, status, rows, None, pipe, version, rejected)
 
 
 def _as_table_rows(frame: DataFrame, table: TableEntry, columns: tuple[Column, ...]) -> DataFrame:
@@ -289,38 +266,34 @@ def _as_table_rows(frame: DataFrame, table: TableEntry, columns: tuple[Column, .
     )
 
 
-def _record(
-    info: FileInfo, now: str, status: LoadStatus, rows: int, error: str | None, pipe: str | None,
-    version: int | None,
-) -> LoadRecord:  # fmt: skip
-    return LoadRecord(
-        info.url, now, info.size, info.last_modified.isoformat(), status, rows, error, pipe, version
-    )
-
-
 def _commit(
     spark: SparkSession,
     catalog: Catalog,
-    table: TableEntry,
+    batch: _Batch,
     rows: DataFrame,
-    columns: tuple[Column, ...],
-    good: list[tuple[FileInfo, int]],
-    now: str,
-    pipe: str | None,
-    version: int,
+    good: Good,
+    rejected: dict[str, list[Rejected]],
 ) -> int:
-    """Append the rows with their files' load records in the same commit; return its version.
-    Fenced by the load records up to `version`, which `reconcile` put in the index: a load that
-    committed after them, whatever else committed too, makes Delta drop this write."""
+    """Append the rows with their files' load records and rejected records in the same commit;
+    return its version. Fenced by the load records up to the batch's fence, which `reconcile` put
+    in the index: a load that committed after them, whatever else committed too, makes Delta drop
+    this write."""
+    table = batch.table
+    kept = [
+        [url, r.row_number, r.column_name, r.error, r.raw_record]
+        for url, rows in rejected.items()
+        for r in rows
+    ]
     record = new_record(
         LOAD_MARKER,
-        pipe=pipe,
-        time=now,
-        files=[[i.url, i.size, i.last_modified.isoformat(), n] for i, n in good],
+        pipe=batch.pipe,
+        time=batch.now,
+        files=[[i.url, i.size, i.last_modified.isoformat(), n, bad] for i, n, bad in good.values()],
+        **({"rejected": kept} if kept else {}),
     )
     before = catalog.get(TableEntry, table.name)
-    fence, _ = fence_at(spark, table.location, f"lake-load-{table.name}", LOAD_MARKER, version)
-    frame = _as_table_rows(rows, table, columns)
+    fence, _ = fence_at(spark, table.location, f"lake-load-{table.name}", LOAD_MARKER, batch.fence)
+    frame = _as_table_rows(rows, table, batch.columns)
 
     def write() -> None:
         failpoints.reached(BEFORE_COMMIT)
@@ -334,6 +307,6 @@ def _commit(
             f"another load into {table.name} committed at the same moment; nothing was written",
             "run the load again: files already loaded are skipped",
         )
-    inserted = sum(count for _, count in good)
+    inserted = sum(count for _, count, _ in good.values())
     record_commit_state(spark, catalog, before, commit.version, (inserted, 0, 0))
     return commit.version

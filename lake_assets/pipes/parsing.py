@@ -4,21 +4,29 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from functools import reduce
 from urllib.parse import unquote
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.window import Window
 
 from lake_assets.core.entries import Column
 from lake_assets.core.names import hidden
-from lake_assets.pipes.diagnose import first_problem, unreadable
+from lake_assets.pipes.diagnose import first_problem, record_problem, unreadable
+from lake_assets.pipes.on_error import OnError
 from lake_assets.volumes.files import column_ddl, file_reader, load_files
 from lake_assets.volumes.grammar import VolumeSource
 from resources.storage import VolumeStore
 
 _CORRUPT = hidden("corrupt_record")
 _FILE = hidden("file")
+_ID = hidden("record_id")
+# Of a file's rejected records, the first these many are kept (all are counted), each cut to
+# RAW_KEPT characters: a file wrong throughout is better skipped than kept record by record.
+REJECTED_KEPT = 1000
+RAW_KEPT = 2000
 
 
 class _Malformed(Exception):
@@ -53,6 +61,7 @@ def parse_files(
             *selected,
             problem.cast("string").alias(_CORRUPT),
             F.col("_metadata.file_path").alias(_FILE),
+            F.monotonically_increasing_id().alias(_ID),
         )
     if strict:
         strict_reader = reader.option("mode", "FAILFAST").schema(column_ddl(as_read(columns)))
@@ -63,7 +72,9 @@ def parse_files(
         .schema(f"{column_ddl(as_read(columns))}, `{_CORRUPT}` STRING")
     )
     frame = load_files(lenient_reader, paths)
-    return frame.withColumn(_FILE, F.col("_metadata.file_path"))
+    return frame.withColumn(_FILE, F.col("_metadata.file_path")).withColumn(
+        _ID, F.monotonically_increasing_id()
+    )
 
 
 def rows_per_file(
@@ -81,10 +92,37 @@ def rows_per_file(
     return {_read_path(row[_FILE]): row["count"] for row in counts.collect()}
 
 
-def _file_stats(
-    frame: DataFrame, source: VolumeSource, columns: tuple[Column, ...]
-) -> tuple[dict[str, int], dict[str, str]]:
-    """Row counts of the good files by local path, and each bad file's first problem by URI."""
+@dataclass(frozen=True)
+class Rejected:
+    """A record a load rejected: its number in the file (the header not counted), the column that
+    did not fit (None: the record as a whole), why, and the record as read (None for Parquet)."""
+
+    row_number: int
+    column_name: str | None
+    error: str
+    raw_record: str | None
+
+
+@dataclass
+class SortedOut:
+    """What a batch's lenient read found: the records that load, per file path their count, each
+    failed file's problem, and each partly loaded file's rejected records (their count, and the
+    first REJECTED_KEPT of them)."""
+
+    rows: DataFrame | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    problems: dict[str, str] = field(default_factory=dict)
+    rejected: dict[str, tuple[int, list[Rejected]]] = field(default_factory=dict)
+
+
+def _sort_files(
+    frame: DataFrame,
+    source: VolumeSource,
+    columns: tuple[Column, ...],
+    on_error: OnError,
+    out: SortedOut,
+) -> DataFrame | None:
+    """Sort one lenient read's files into `out`; return its records that load."""
     stats = (
         frame.groupBy(_FILE)
         .agg(
@@ -94,11 +132,46 @@ def _file_stats(
         )
         .collect()
     )
-    counts = {_read_path(row[_FILE]): row["rows"] for row in stats if not row["bad"]}
-    problems = {
-        row[_FILE]: first_problem(source, columns, row["first_bad"]) for row in stats if row["bad"]
-    }
-    return counts, problems
+    failed, partial = [], []
+    for row in stats:
+        path = _read_path(row[_FILE])
+        if on_error.skips(row["rows"], row["bad"]):
+            out.problems[path] = first_problem(source, columns, row["first_bad"])
+            failed.append(row[_FILE])
+            continue
+        out.counts[path] = row["rows"] - row["bad"]
+        if row["bad"]:
+            partial.append(row[_FILE])
+            out.rejected[path] = (row["bad"], [])
+    if failed and len(failed) == len(stats):
+        return None
+    if partial:
+        for uri, rejected in _rejected_records(frame, source, columns, partial):
+            out.rejected[_read_path(uri)][1].append(rejected)
+    return frame.filter(~F.col(_FILE).isin(failed) & F.col(_CORRUPT).isNull())
+
+
+def _rejected_records(
+    frame: DataFrame, source: VolumeSource, columns: tuple[Column, ...], uris: list[str]
+) -> list[tuple[str, Rejected]]:
+    """The first REJECTED_KEPT bad records of each file, numbered by their place in the file:
+    a file's records keep their order in their read's ids."""
+    in_file = Window.partitionBy(_FILE).orderBy(_ID)
+    numbered = (
+        frame.filter(F.col(_FILE).isin(uris))
+        .withColumn("row_number", F.row_number().over(in_file))
+        .filter(F.col(_CORRUPT).isNotNull())
+        .withColumn("kept", F.row_number().over(in_file))
+        .filter(F.col("kept") <= REJECTED_KEPT)
+        .select(_FILE, "row_number", _CORRUPT)
+        .collect()
+    )
+    found = []
+    for row in sorted(numbered, key=lambda row: (row[_FILE], row["row_number"])):
+        column, error = record_problem(source, columns, row[_CORRUPT])
+        raw = None if source.file_format == "PARQUET" else row[_CORRUPT][:RAW_KEPT]
+        found.append((row[_FILE], Rejected(row["row_number"], column, error, raw)))
+    return found
 
 
 def is_malformed(error: Exception) -> bool:
@@ -113,12 +186,12 @@ def sorting_out(
     columns: tuple[Column, ...],
     paths: list[str],
     error: Exception,
-) -> Iterator[tuple[DataFrame | None, dict[str, int], dict[str, str]]]:
-    """The good files' rows (cached until the block ends), their row counts, and each bad
-    file's problem, by path."""
+    on_error: OnError,
+) -> Iterator[SortedOut]:
+    """The batch sorted out by `on_error` (its reads cached until the block ends)."""
     cached: list[DataFrame] = []
     try:
-        yield _sort_out(spark, source, store, columns, paths, error, cached)
+        yield _sort_out(spark, source, store, columns, paths, error, on_error, cached)
     finally:
         for frame in cached:
             frame.unpersist()
@@ -131,41 +204,39 @@ def _sort_out(
     columns: tuple[Column, ...],
     paths: list[str],
     error: Exception,
+    on_error: OnError,
     cached: list[DataFrame],
-) -> tuple[DataFrame | None, dict[str, int], dict[str, str]]:
+) -> SortedOut:
     """One lenient pass over the batch when a record does not fit; when a file cannot be read
     (or that pass fails on one), a pass per file, so that only the files Spark cannot read fail
     (each read alone, so also with its own Parquet schema)."""
     if is_malformed(error):
         frame = parse_files(spark, source, store, columns, paths, strict=False).cache()
         cached.append(frame)
+        out = SortedOut()
         try:
-            counts, problems = _file_stats(frame, source, columns)
+            out.rows = _sort_files(frame, source, columns, on_error, out)
         except Exception as again:  # a file Spark cannot read: sorted out file by file below
             if unreadable(again) is None:
                 raise
         else:
-            good = frame.filter(~F.col(_FILE).isin(list(problems)))
-            return good, counts, {_read_path(uri): text for uri, text in problems.items()}
-    frames: list[DataFrame] = []
-    counts, problems = {}, {}
+            return out
+    out, frames = SortedOut(), []
     for path in paths:
         try:
             frame = parse_files(spark, source, store, columns, [path], strict=False).cache()
             cached.append(frame)
-            file_counts, file_problems = _file_stats(frame, source, columns)
+            loads = _sort_files(frame, source, columns, on_error, out)
         except Exception as failure:  # whether this file is to blame, `unreadable` says
             problem = unreadable(failure)
             if problem is None:
                 raise
-            problems[path] = problem
+            out.problems[path] = problem
             continue
-        if file_problems:
-            problems[path] = next(iter(file_problems.values()))
-        else:
-            frames.append(frame)
-            counts.update(file_counts)
-    return (reduce(DataFrame.unionByName, frames) if frames else None), counts, problems
+        if loads is not None:
+            frames.append(loads)
+    out.rows = reduce(DataFrame.unionByName, frames) if frames else None
+    return out
 
 
 def as_read(columns: tuple[Column, ...]) -> tuple[Column, ...]:

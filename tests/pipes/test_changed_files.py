@@ -17,7 +17,7 @@ from lake_assets.core.errors import LakeError
 from lake_assets.definitions import build_definitions
 from lake_assets.pipes.grammar import copy_of
 from lake_assets.pipes.load_records import LoadRecord, LoadStatus, load_history, record_loads
-from lake_assets.pipes.loading import CHANGED_SINCE_LOADED, plan_files, skip_changed
+from lake_assets.pipes.planning import CHANGED_SINCE_LOADED, plan_files, skip_changed
 from lake_assets.session import LakeSession
 from resources.storage import FileInfo
 from tests.ingest_helpers import local_volume, message, properties, put, rows
@@ -38,7 +38,7 @@ def test_reload_changed_is_a_flag_of_copy_and_so_of_a_pipe() -> None:
 def test_each_change_of_a_loaded_file_is_recorded_once_and_loaded_only_when_asked(
     tmp_path: Path,
 ) -> None:
-    """The rules themselves, without Spark: loading.plan_files decides them."""
+    """The rules themselves, without Spark: planning.plan_files decides them."""
     catalog = Catalog(tmp_path / "catalog.db")
     then = datetime.now(UTC) - timedelta(minutes=5)
 

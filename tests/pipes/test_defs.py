@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from dagster import (
     AssetCheckKey,
+    AssetCheckSeverity,
     AssetKey,
     DagsterEvent,
     DagsterEventType,
@@ -235,7 +236,8 @@ def materialized(result: object) -> tuple[dict[str, object], bool, str]:
     (check,) = result.get_asset_check_evaluations()
     assert check.check_name == FILES_CHECK
     if check.passed:
-        assert check.description == "no file failed to load"  # the evaluation's, not the spec's
+        # the evaluation's, not the spec's
+        assert check.description == "no file failed to load and no row was rejected"
     else:
         assert check.description == markdown_text(str(metadata["lake/first_error"]))
     return metadata, check.passed, check.metadata["failed_files"].value
@@ -260,6 +262,7 @@ def test_the_ingestion_asset_loads_the_files_and_checks_them(
     )
     assert metadata == {
         "rows_loaded": 2,
+        "rows_rejected": 0,
         "files_loaded": 1,
         "files_failed": 1,
         "files_skipped_changed": 0,
@@ -285,6 +288,7 @@ def test_the_ingestion_asset_loads_the_files_and_checks_them(
     metadata, passed, failed = materialized(job.execute_in_process(instance=instance))
     assert metadata == {
         "rows_loaded": 2,
+        "rows_rejected": 0,
         "files_loaded": 1,
         "files_failed": 0,
         "files_skipped_changed": 0,
@@ -301,6 +305,24 @@ def test_the_ingestion_asset_loads_the_files_and_checks_them(
     # A run that loads nothing keeps the data version: what reads the table stays fresh.
     metadata, passed, _ = materialized(job.execute_in_process(instance=instance))
     assert (metadata["files_loaded"], metadata["data_version"], passed) == (0, "2", True)
+
+
+def test_rejected_rows_are_counted_and_warned_of(
+    lake: LakeSession, tmp_path: Path, instance: DagsterInstance
+) -> None:
+    volume = local_volume(lake, tmp_path / "incoming")
+    lake.sql(f"CREATE TABLE t (id BIGINT, name STRING); {PIPE} ON_ERROR = CONTINUE")
+    put(volume, "a.csv", "1,a\nx,b\n3,c\n")
+    job = build_definitions(lake.settings).resolve_job_def("ingest_t_job")
+    result = job.execute_in_process(instance=instance)
+    (event,) = result.get_asset_materialization_events()
+    metadata = event.materialization.metadata
+    assert (metadata["rows_loaded"].value, metadata["rows_rejected"].value) == (2, 1)
+    assert metadata["files_loaded"].value == 1
+    (check,) = result.get_asset_check_evaluations()
+    assert (check.passed, check.severity) == (False, AssetCheckSeverity.WARN)
+    assert check.description == "1 row(s) rejected: `SELECT * FROM rejected_rows('t')`"
+    assert rows(lake, "SELECT row_number, column_name FROM rejected_rows('t')") == [(2, "id")]
 
 
 def test_a_run_for_one_pipe_leaves_a_paused_pipe_alone(

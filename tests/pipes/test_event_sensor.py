@@ -27,7 +27,7 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import Column, now_utc
 from lake_assets.core.settings import LakeSettings
 from lake_assets.definitions import build_definitions
-from lake_assets.pipes import loading
+from lake_assets.pipes import planning
 from lake_assets.session import LakeSession
 from lake_assets.sql.grammar import StatementError
 from lake_assets.tables.entry import TableEntry
@@ -334,7 +334,7 @@ def test_the_requested_run_loads_the_notified_files_once_and_keeps_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # S3 dates objects at upload: the listing's settle window cannot be dodged by back-dating.
-    monkeypatch.setattr(loading, "SETTLE_SECONDS", 0.0)
+    monkeypatch.setattr(planning, "SETTLE_SECONDS", 0.0)
     s3_connection(lake, s3_endpoint)
     lake.sql(
         f"CREATE EXTERNAL VOLUME v LOCATION 's3://{bucket.name}/data/' USING CONNECTION c "

@@ -17,7 +17,8 @@ from lake_assets.core.errors import LakeError
 from lake_assets.pipes import loading
 from lake_assets.pipes.grammar import copy_of
 from lake_assets.pipes.load_records import load_history
-from lake_assets.pipes.loading import load, plan_files, reconcile
+from lake_assets.pipes.loading import load, reconcile
+from lake_assets.pipes.planning import plan_files
 from lake_assets.session import LakeSession
 from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes.entry import VolumeEntry

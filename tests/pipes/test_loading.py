@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import history
 from lake_assets.core.settings import LakeSettings
-from lake_assets.pipes import loading
+from lake_assets.pipes import planning
 from lake_assets.pipes.load_records import LoadRecord, load_history, load_mark, record_loads
 from lake_assets.session import LakeSession
 from lake_assets.sql.grammar import StatementError
@@ -55,7 +55,7 @@ def test_copy_loads_each_file_once_and_load_history_keeps_its_record(
     # The same path uploaded again with new content is not loaded: its records block it, and a
     # record says it was skipped (tests/pipes/test_changed_files.py has the rest).
     put(volume, "a.csv", "7,x\n8,y\n9,z\n")
-    assert message(lake, COPY) == f"{NO_CHANGE}, 1 skipped: {loading.CHANGED_SINCE_LOADED}"
+    assert message(lake, COPY) == f"{NO_CHANGE}, 1 skipped: {planning.CHANGED_SINCE_LOADED}"
     kept = [r for r in load_history(lake.catalog, "t") if r.file_path == a.as_uri()]
     assert [(r.status, r.rows_loaded, r.file_size, r.commit_version) for r in kept] == [
         ("SKIPPED_CHANGED", 0, 12, None),
@@ -143,7 +143,7 @@ def test_bad_files_fail_alone_and_only_loaded_files_are_purged(
 
 
 def test_which_files_are_pending_settle_window_and_retention(tmp_path: Path) -> None:
-    """The boundaries themselves, without Spark: loading.plan_files decides them."""
+    """The boundaries themselves, without Spark: planning.plan_files decides them."""
     catalog = Catalog(tmp_path / "catalog.db")
     now = datetime.now(UTC)
 
@@ -156,17 +156,17 @@ def test_which_files_are_pending_settle_window_and_retention(tmp_path: Path) -> 
 
     # Modified less than a second ago (or dated ahead): maybe still being written.
     listed = [info("old.csv", 1.5), info("new.csv", 0.0), info("ahead.csv", -30)]
-    assert loading.SETTLE_SECONDS == 1.0
-    assert [f.relative_path for f in loading.plan_files(catalog, "t", listed, 7.0).pending] == [
+    assert planning.SETTLE_SECONDS == 1.0
+    assert [f.relative_path for f in planning.plan_files(catalog, "t", listed, 7.0).pending] == [
         "old.csv"
     ]
-    forced = loading.plan_files(catalog, "t", listed, 7.0, force=True).pending
+    forced = planning.plan_files(catalog, "t", listed, 7.0, force=True).pending
     assert [f.relative_path for f in forced] == ["old.csv"]  # FORCE does not read half files
 
     # A path loaded within the retention window is not loaded again; an older load has expired.
     record_loads(catalog, "t", [loaded("six.csv", 6), loaded("eight.csv", 8)], None)
     listed = [info("six.csv", 60), info("eight.csv", 60)]
-    assert [f.relative_path for f in loading.plan_files(catalog, "t", listed, 7.0).pending] == [
+    assert [f.relative_path for f in planning.plan_files(catalog, "t", listed, 7.0).pending] == [
         "eight.csv"
     ]
     assert LakeSettings(lake_home=tmp_path).load_history_days == 7.0
@@ -230,8 +230,8 @@ def test_each_copy_is_one_commit_and_a_lost_index_is_rebuilt_from_the_commits(
         if commit.version
     }
     assert carried == {
-        1: [[a.as_uri(), 8, mtime(a), 2], [b.as_uri(), 4, mtime(b), 1]],
-        2: [[c.as_uri(), 4, mtime(c), 1]],
+        1: [[a.as_uri(), 8, mtime(a), 2, 0], [b.as_uri(), 4, mtime(b), 1, 0]],
+        2: [[c.as_uri(), 4, mtime(c), 1, 0]],
     }
 
     # The index is lost (or was never written).

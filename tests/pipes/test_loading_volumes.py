@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 from lake_assets.connections.entry import ConnectionEntry
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.settings import LakeSettings
-from lake_assets.pipes import loading
+from lake_assets.pipes import planning
 from lake_assets.pipes.engine import polling_text
 from lake_assets.pipes.load_records import load_history
 from lake_assets.session import LakeSession
@@ -268,7 +268,7 @@ def test_copy_from_an_s3_volume(
     settings = LakeSettings(lake_home=tmp_path, spark_master=master)
     lake = LakeSession(Catalog(settings.catalog_path), settings, lambda: spark)
     # S3 dates objects at upload, so the settle window cannot be dodged by back-dating them.
-    monkeypatch.setattr(loading, "SETTLE_SECONDS", 0.0)
+    monkeypatch.setattr(planning, "SETTLE_SECONDS", 0.0)
     s3, bucket = new_bucket(s3_endpoint)
     lake.sql(
         f"CREATE STORAGE CONNECTION my_s3 TYPE S3 ENDPOINT = '{s3_endpoint}' "

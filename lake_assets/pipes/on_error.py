@@ -1,0 +1,74 @@
+"""ON_ERROR: what a COPY or a pipe does with a file some of whose records do not fit the table.
+
+SKIP_FILE is the default for COPY and pipes alike: one bad file never blocks the rest."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+from lake_assets.core.errors import LakeError
+
+ON_ERROR_USAGE = (
+    "ON_ERROR = ABORT_STATEMENT | CONTINUE | SKIP_FILE | SKIP_FILE_<n> | 'SKIP_FILE_<n>%'"
+)
+_SKIP_FILE_LIMIT = re.compile(r"SKIP_FILE_(\d+)(%?)")
+
+
+class ErrorMode(StrEnum):
+    """ABORT_STATEMENT loads nothing when a file has a bad record; CONTINUE loads every good
+    record and rejects the bad ones; SKIP_FILE fails a file whole (at a limit of bad records)."""
+
+    ABORT_STATEMENT = "ABORT_STATEMENT"
+    CONTINUE = "CONTINUE"
+    SKIP_FILE = "SKIP_FILE"
+
+
+@dataclass(frozen=True)
+class OnError:
+    """An error mode; SKIP_FILE's `limit` is the bad records (or `percent` of the file's
+    records) at which the file is skipped, below it the bad records are rejected."""
+
+    mode: ErrorMode = ErrorMode.SKIP_FILE
+    limit: int = 1
+    percent: bool = False
+
+    def skips(self, rows: int, bad: int) -> bool:
+        """Whether a file of `rows` records, `bad` of them bad, fails whole."""
+        if bad == 0 or self.mode == ErrorMode.CONTINUE:
+            return False
+        if self.mode == ErrorMode.ABORT_STATEMENT:
+            return True
+        return bad * 100 >= self.limit * rows if self.percent else bad >= self.limit
+
+    @property
+    def rejects_rows(self) -> bool:
+        """Whether some file may load with some of its records rejected."""
+        return self.mode == ErrorMode.CONTINUE or (
+            self.mode == ErrorMode.SKIP_FILE and (self.percent or self.limit > 1)
+        )
+
+    def __str__(self) -> str:
+        if self.mode != ErrorMode.SKIP_FILE or (self.limit == 1 and not self.percent):
+            return self.mode.value
+        return f"'SKIP_FILE_{self.limit}%'" if self.percent else f"SKIP_FILE_{self.limit}"
+
+
+def parse_on_error(value: str) -> OnError:
+    """The value after `ON_ERROR =`, quoted or not, in any case."""
+    text = value.strip().upper()
+    if text in ErrorMode.__members__:
+        return OnError(ErrorMode(text))
+    matched = _SKIP_FILE_LIMIT.fullmatch(text)
+    if matched is None:
+        raise LakeError(f"ON_ERROR = {value} is not an error mode", f"write {ON_ERROR_USAGE}")
+    limit, percent = int(matched.group(1)), bool(matched.group(2))
+    if limit < 1 or (percent and limit > 100):
+        bound = "1 to 100 %" if percent else "at least 1"
+        raise LakeError(f"ON_ERROR = {value}: the limit must be {bound}", f"write {ON_ERROR_USAGE}")
+    return OnError(ErrorMode.SKIP_FILE, limit, percent)
+
+
+# What COPY and pipes do unless told otherwise.
+SKIP_FILE = OnError()
