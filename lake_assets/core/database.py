@@ -20,7 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.schema import SchemaItem
+from sqlalchemy.schema import CreateColumn, SchemaItem
 
 from lake_assets.core.catalog_file import sqlite_trouble
 from lake_assets.core.errors import LakeError
@@ -78,11 +78,8 @@ def _missing(inspector: sa.Inspector) -> list[tuple[sa.Table, sa.Column[Any] | N
 
 def _add_column(conn: Connection, table: sa.Table, column: sa.Column[Any]) -> None:
     """A column declared after the database was made: nullable, or with a server default."""
-    kind = column.type.compile(dialect=conn.dialect)
-    default = column.server_default
-    text = f" DEFAULT {default.arg}" if isinstance(default, sa.DefaultClause) else ""
-    null = "" if column.nullable else " NOT NULL"
-    conn.execute(sa.text(f'ALTER TABLE {table.name} ADD COLUMN "{column.name}" {kind}{text}{null}'))
+    definition = CreateColumn(column).compile(dialect=conn.dialect)
+    conn.execute(sa.text(f"ALTER TABLE {table.name} ADD COLUMN {definition}"))
 
 
 def owned_in(namespace: str) -> list[Owned]:

@@ -19,6 +19,7 @@ from lake_assets.core.database import WRITE_LOCK
 from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
 from lake_assets.core.settings import DEFAULT_CATALOG_LOCK_WAIT, LakeSettings, catalog_lock_wait
+from lake_assets.pipes.load_records import load_history
 from lake_assets.tables.entry import TableEntry
 from tests.postgres_server import new_database
 from tests.test_cli import lake
@@ -197,3 +198,21 @@ def test_catalog_check_says_a_missing_catalog_and_a_server_database_are_not_its_
     server = LakeSettings(lake_home=tmp_path, catalog_url="postgresql+psycopg://lake@db/lake")
     with pytest.raises(LakeError, match="not a SQLite file"):
         integrity_problems(server)
+
+
+def test_a_column_declared_after_the_catalog_was_made_is_added_to_it(tmp_path: Path) -> None:
+    """A catalog made by an older release: its load_history lacks rows_rejected."""
+    path = tmp_path / "catalog.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "CREATE TABLE load_history (table_name TEXT NOT NULL, file_path TEXT NOT NULL, "
+            "last_copy_time TEXT NOT NULL, file_size BIGINT, file_modified TEXT, status TEXT NOT "
+            "NULL, rows_loaded BIGINT NOT NULL, first_error_message TEXT, pipe_name TEXT, "
+            "commit_version BIGINT)"
+        )
+        conn.execute(
+            "INSERT INTO load_history (table_name, file_path, last_copy_time, status, "
+            "rows_loaded) VALUES ('t', 'a.csv', '2026-01-01', 'LOADED', 2)"
+        )
+    [record] = load_history(Catalog(path), "t")
+    assert (record.rows_loaded, record.rows_rejected) == (2, 0)
