@@ -23,6 +23,7 @@ from lake_assets.pipes.kafka.engine import create_kafka_pipe, describe_kafka_pip
 from lake_assets.pipes.load_records import LoadStatus, load_history
 from lake_assets.pipes.loading import LoadOutcome, load, reconcile, target_columns
 from lake_assets.pipes.planning import LoadPlan, loaded_files, plan_files, skip_changed
+from lake_assets.pipes.validation import validate
 from lake_assets.sql.statements import DescribeObject, DropObject
 from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes.entry import VolumeEntry
@@ -94,6 +95,8 @@ def purge(
 
 
 def copy_into_table(session: Context, copy: CopyIntoTable) -> Result:
+    if copy.validation is not None:
+        return validate(session.spark, session.catalog, session.settings, copy, copy.validation)
     return session.committing(
         copy.table,
         lambda: Result.status(

@@ -9,13 +9,21 @@ from dataclasses import dataclass
 from sqlglot.tokens import TokenType
 
 from lake_assets.core.errors import LakeError
+from lake_assets.pipes.copy_options import (
+    ON_ERROR_USAGE,
+    SKIP_FILE,
+    VALIDATION_USAGE,
+    OnError,
+    Validation,
+    parse_on_error,
+    parse_validation,
+)
 from lake_assets.pipes.entry import IngestMode
 from lake_assets.pipes.kafka.grammar import (
     KafkaSource,
     kafka_errors_relation,
     read_kafka_relation,
 )
-from lake_assets.pipes.on_error import ON_ERROR_USAGE, SKIP_FILE, OnError, parse_on_error
 from lake_assets.sql.grammar import Grammar, ObjectWords, SourceParser, StatementParser, finished
 from lake_assets.sql.relations import extract_sources, opens_call
 from lake_assets.sql.statements import Query, Source, Statement
@@ -24,8 +32,8 @@ from lake_assets.volumes.grammar import VolumeSource, parse_volume_source
 
 COPY_INTO_TABLE = (
     "COPY INTO t FROM VOLUME v [(col TYPE, …)] USING CSV|PARQUET|JSON [OPTIONS(…)] "
-    "[FILES(…)] [SUBDIRECTORY '…'] [ON_ERROR = …] [PURGE = TRUE] [FORCE = TRUE] "
-    "[RELOAD_CHANGED = TRUE]"
+    "[FILES(…)] [SUBDIRECTORY '…'] [ON_ERROR = …] [VALIDATION_MODE = …] [PURGE = TRUE] "
+    "[FORCE = TRUE] [RELOAD_CHANGED = TRUE]"
 )
 CREATE_PIPE = (
     "CREATE PIPE [IF NOT EXISTS] p [VIRTUAL_CLUSTER = '…'] INGEST_MODE = 'LIST_PURGE'|"
@@ -53,6 +61,7 @@ class CopyIntoTable(Statement):
     # A loaded file that changed since is loaded again (its whole new content), not skipped.
     reload_changed: bool = False
     on_error: OnError = SKIP_FILE
+    validation: Validation | None = None
 
 
 @dataclass(frozen=True)
@@ -140,11 +149,14 @@ def parse_copy_into_table(cursor: TokenCursor) -> CopyIntoTable:
     source = parse_volume_source(cursor)
     cursor.usage = COPY_INTO_TABLE
     purge = force = reload_changed = False
-    on_error = SKIP_FILE
+    on_error, validation = SKIP_FILE, None
     while not cursor.at_end():
         if cursor.accept("ON_ERROR"):
             cursor.expect_symbol(TokenType.EQ, "=")
             on_error = parse_on_error(cursor.setting(ON_ERROR_USAGE))
+        elif cursor.accept("VALIDATION_MODE"):
+            cursor.expect_symbol(TokenType.EQ, "=")
+            validation = parse_validation(cursor.setting(VALIDATION_USAGE))
         elif cursor.accept("PURGE"):
             purge = _flag(cursor, "PURGE")
         elif cursor.accept("FORCE"):
@@ -153,7 +165,7 @@ def parse_copy_into_table(cursor: TokenCursor) -> CopyIntoTable:
             reload_changed = _flag(cursor, "RELOAD_CHANGED")
         else:
             break
-    return CopyIntoTable(table, source, purge, force, reload_changed, on_error)
+    return CopyIntoTable(table, source, purge, force, reload_changed, on_error, validation)
 
 
 def parse_create_pipe(cursor: TokenCursor, grammar: Grammar) -> Statement:
@@ -207,6 +219,11 @@ def _volume_pipe(
     if_not_exists: bool,
 ) -> CreatePipe:
     _refuse(name, settings, KAFKA_SETTINGS, "volume")
+    if copy.validation is not None:
+        raise LakeError(
+            f"pipe {name}: a pipe's COPY loads, it does not validate",
+            "drop VALIDATION_MODE, and check the files with a COPY … VALIDATION_MODE of your own",
+        )
     mode = settings.get("INGEST_MODE", IngestMode.LIST_PURGE).upper()
     if mode not in IngestMode.__members__:
         raise LakeError(

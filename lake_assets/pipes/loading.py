@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from lake_assets.core import failpoints
 from lake_assets.core.catalog import Catalog
@@ -27,6 +26,7 @@ from lake_assets.core.entries import Column, now_utc
 from lake_assets.core.errors import LakeError
 from lake_assets.core.log_check import ensure_log_intact
 from lake_assets.core.writes import record_commit_state
+from lake_assets.pipes.copy_options import SKIP_FILE, ErrorMode, OnError
 from lake_assets.pipes.diagnose import unreadable
 from lake_assets.pipes.load_records import (
     LOAD_MARKER,
@@ -37,10 +37,9 @@ from lake_assets.pipes.load_records import (
     load_mark,
     record_loads,
 )
-from lake_assets.pipes.on_error import SKIP_FILE, ErrorMode, OnError
 from lake_assets.pipes.parsing import (
     Rejected,
-    as_read,
+    as_table_rows,
     is_malformed,
     parse_files,
     rows_per_file,
@@ -255,17 +254,6 @@ def _record_of(
     return LoadRecord(path, time, size, modified, status, rows, None, pipe, version, rejected)
 
 
-def _as_table_rows(frame: DataFrame, table: TableEntry, columns: tuple[Column, ...]) -> DataFrame:
-    """The table's columns in its order and types, from the columns the files were read with."""
-    read = {c.name.lower(): c.name for c in columns}
-    return frame.select(
-        *[
-            F.col(f"`{read[c.name.lower()]}`").cast(t.type).alias(t.name)
-            for c, t in zip(table.columns, as_read(table.columns), strict=True)
-        ]
-    )
-
-
 def _commit(
     spark: SparkSession,
     catalog: Catalog,
@@ -293,7 +281,7 @@ def _commit(
     )
     before = catalog.get(TableEntry, table.name)
     fence, _ = fence_at(spark, table.location, f"lake-load-{table.name}", LOAD_MARKER, batch.fence)
-    frame = _as_table_rows(rows, table, batch.columns)
+    frame = as_table_rows(rows, table.columns, batch.columns)
 
     def write() -> None:
         failpoints.reached(BEFORE_COMMIT)

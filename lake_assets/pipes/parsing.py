@@ -6,16 +6,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import reduce
+from typing import Any
 from urllib.parse import unquote
 
+from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from lake_assets.core.entries import Column
 from lake_assets.core.names import hidden
+from lake_assets.pipes.copy_options import OnError
 from lake_assets.pipes.diagnose import first_problem, record_problem, unreadable
-from lake_assets.pipes.on_error import OnError
 from lake_assets.volumes.files import column_ddl, file_reader, load_files
 from lake_assets.volumes.grammar import VolumeSource
 from resources.storage import VolumeStore
@@ -185,10 +187,11 @@ def sorting_out(
     store: VolumeStore,
     columns: tuple[Column, ...],
     paths: list[str],
-    error: Exception,
+    error: Exception | None,
     on_error: OnError,
 ) -> Iterator[SortedOut]:
-    """The batch sorted out by `on_error` (its reads cached until the block ends)."""
+    """The batch sorted out by `on_error` (its reads cached until the block ends), after the
+    strict read failed with `error` (None: not tried)."""
     cached: list[DataFrame] = []
     try:
         yield _sort_out(spark, source, store, columns, paths, error, on_error, cached)
@@ -203,14 +206,14 @@ def _sort_out(
     store: VolumeStore,
     columns: tuple[Column, ...],
     paths: list[str],
-    error: Exception,
+    error: Exception | None,
     on_error: OnError,
     cached: list[DataFrame],
 ) -> SortedOut:
     """One lenient pass over the batch when a record does not fit; when a file cannot be read
     (or that pass fails on one), a pass per file, so that only the files Spark cannot read fail
     (each read alone, so also with its own Parquet schema)."""
-    if is_malformed(error):
+    if error is None or is_malformed(error):
         frame = parse_files(spark, source, store, columns, paths, strict=False).cache()
         cached.append(frame)
         out = SortedOut()
@@ -237,6 +240,48 @@ def _sort_out(
             frames.append(loads)
     out.rows = reduce(DataFrame.unionByName, frames) if frames else None
     return out
+
+
+def as_table_rows(
+    frame: DataFrame, table: tuple[Column, ...], columns: tuple[Column, ...]
+) -> DataFrame:
+    """The table's columns in its order and types, from the columns the files were read with."""
+    return frame.select(*_table_values(table, columns))
+
+
+def _table_values(table: tuple[Column, ...], columns: tuple[Column, ...]) -> list[SparkColumn]:
+    read = {c.name.lower(): c.name for c in columns}
+    return [
+        F.col(f"`{read[c.name.lower()]}`").cast(t.type).alias(t.name)
+        for c, t in zip(table, as_read(table), strict=True)
+    ]
+
+
+def first_records(
+    spark: SparkSession,
+    source: VolumeSource,
+    store: VolumeStore,
+    table: tuple[Column, ...],
+    columns: tuple[Column, ...],
+    paths: list[str],
+    count: int,
+) -> list[tuple[str, int, str | None, tuple[Any, ...]]]:
+    """The first `count` records of the files, in their order: each one's file, number in it,
+    the raw record if it does not fit (else None), and its values as they would load."""
+    frame = parse_files(spark, source, store, columns, paths, strict=False)
+    in_file = Window.partitionBy(_FILE).orderBy(_ID)
+    values = F.struct(*_table_values(table, columns)).alias("values")
+    first = (
+        frame.withColumn("row_number", F.row_number().over(in_file))
+        .select(_FILE, "row_number", _CORRUPT, values)
+        .orderBy(_FILE, "row_number")
+        .limit(count)
+        .collect()
+    )
+    return [
+        (_read_path(row[_FILE]), row["row_number"], row[_CORRUPT], tuple(row["values"]))
+        for row in first
+    ]
 
 
 def as_read(columns: tuple[Column, ...]) -> tuple[Column, ...]:

@@ -1,19 +1,28 @@
-"""ON_ERROR: the modes and limits parsed without Spark; on real Spark + Delta, a CSV of 10,000
-records with one bad record loads its 9,999 good ones (CONTINUE, or under 'SKIP_FILE_1%') or
-fails whole (SKIP_FILE), ABORT_STATEMENT loads nothing, and a crash after the commit keeps each
-rejected record exactly once."""
+"""ON_ERROR and VALIDATION_MODE: the modes and limits parsed without Spark; on real Spark + Delta,
+a CSV of 10,000 records with one bad record loads its 9,999 good ones (CONTINUE, or under
+'SKIP_FILE_1%') or fails whole (SKIP_FILE), ABORT_STATEMENT loads nothing, a crash after the
+commit keeps each rejected record exactly once, and validation returns what a load would do,
+writing nothing."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
 from lake_assets.core.errors import LakeError
+from lake_assets.kinds import parse_statement
+from lake_assets.pipes.copy_options import (
+    ErrorMode,
+    OnError,
+    Validation,
+    parse_on_error,
+    parse_validation,
+)
 from lake_assets.pipes.grammar import copy_of
 from lake_assets.pipes.loading import AFTER_COMMIT
-from lake_assets.pipes.on_error import ErrorMode, OnError, parse_on_error
 from lake_assets.session import LakeSession
 from tests.crashes import Crash, crash_at
 from tests.ingest_helpers import local_volume, message, put, refused, rows
@@ -65,6 +74,29 @@ def test_limits_decide_which_files_fail_whole() -> None:
     assert [percent.skips(100, bad) for bad in (9, 10)] == [False, True]
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("return_errors", Validation()), ("RETURN_ALL_ERRORS", Validation()),
+     ("RETURN_10_ROWS", Validation(10))],
+)  # fmt: skip
+def test_validation_modes_parse(text: str, expected: Validation) -> None:
+    assert parse_validation(text) == expected
+
+
+def test_a_wrong_validation_mode_and_a_validating_pipe_are_refused() -> None:
+    with pytest.raises(LakeError) as caught:
+        parse_validation("RETURN_0_ROWS")
+    assert str(caught.value) == (
+        "VALIDATION_MODE = RETURN_0_ROWS is not a validation mode — write VALIDATION_MODE = "
+        "RETURN_ERRORS | RETURN_<n>_ROWS"
+    )
+    with pytest.raises(LakeError) as caught:
+        parse_statement(
+            "CREATE PIPE p AS COPY INTO t FROM VOLUME v USING CSV VALIDATION_MODE = RETURN_ERRORS"
+        )
+    assert str(caught.value).startswith("pipe p: a pipe's COPY loads, it does not validate")
+
+
 def test_copy_takes_on_error_among_its_options_in_any_order() -> None:
     copy = copy_of("COPY INTO t FROM VOLUME v USING CSV PURGE = TRUE ON_ERROR = 'skip_file_2%'")
     assert (copy.purge, copy.on_error) == (True, OnError(ErrorMode.SKIP_FILE, 2, percent=True))
@@ -92,6 +124,22 @@ def test_each_error_mode_on_a_file_with_one_bad_record(
     bad_file: LakeSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     lake = bad_file
+    # Validation first: it writes and records nothing.
+    validate = "COPY INTO skip FROM VOLUME v USING CSV VALIDATION_MODE = "
+    [(path, number, column, error, raw)] = rows(lake, validate + "RETURN_ERRORS")
+    assert (path.endswith("/big.csv"), number, column, raw) == (
+        True, BAD_AT, "amount", f"{BAD_AT},item {BAD_AT},lots",
+    )  # fmt: skip
+    assert rows(lake, validate + "RETURN_2_ROWS") == [
+        (1, "item 1", Decimal("1.50")), (2, "item 2", Decimal("2.50")),
+    ]  # fmt: skip
+    assert refused(lake, validate + f"RETURN_{BAD_AT}_ROWS") == (
+        f"record {BAD_AT} of {path} would not load: column amount: 'lots' is not a valid "
+        "DECIMAL(10,2) — fix the file, or see every such record with VALIDATION_MODE = "
+        "RETURN_ERRORS"
+    )
+    assert rows(lake, "SELECT COUNT(*) FROM load_history('skip')") == [(0,)]
+
     crash_at(monkeypatch, AFTER_COMMIT)
     with pytest.raises(Crash):  # the rows and their rejected record committed, not indexed
         lake.sql(COPY.format(table="cont", file="big.csv", mode="CONTINUE"))

@@ -1,6 +1,6 @@
-"""ON_ERROR: what a COPY or a pipe does with a file some of whose records do not fit the table.
-
-SKIP_FILE is the default for COPY and pipes alike: one bad file never blocks the rest."""
+"""COPY's options about bad records: ON_ERROR, what a COPY or a pipe does with a file some of whose
+records do not fit the table (SKIP_FILE is the default for COPY and pipes alike: one bad file
+never blocks the rest); VALIDATION_MODE, what a COPY that only checks its files returns."""
 
 from __future__ import annotations
 
@@ -72,3 +72,29 @@ def parse_on_error(value: str) -> OnError:
 
 # What COPY and pipes do unless told otherwise.
 SKIP_FILE = OnError()
+CONTINUE = OnError(ErrorMode.CONTINUE)
+
+
+VALIDATION_USAGE = "VALIDATION_MODE = RETURN_ERRORS | RETURN_<n>_ROWS"
+_RETURN_ROWS = re.compile(r"RETURN_(\d+)_ROWS")
+
+
+@dataclass(frozen=True)
+class Validation:
+    """A COPY that writes nothing: it returns the records that would be rejected and the files
+    that would fail (`rows` None), or the first `rows` records as they would load."""
+
+    rows: int | None = None
+
+
+def parse_validation(value: str) -> Validation:
+    """The value after `VALIDATION_MODE =`, quoted or not, in any case."""
+    text = value.strip().upper()
+    if text in ("RETURN_ERRORS", "RETURN_ALL_ERRORS"):
+        return Validation()
+    matched = _RETURN_ROWS.fullmatch(text)
+    if matched is None or int(matched.group(1)) < 1:
+        raise LakeError(
+            f"VALIDATION_MODE = {value} is not a validation mode", f"write {VALIDATION_USAGE}"
+        )
+    return Validation(int(matched.group(1)))
