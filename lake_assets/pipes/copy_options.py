@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from lake_assets.core.errors import LakeError
+from lake_assets.volumes.grammar import VolumeSource
 
 ON_ERROR_USAGE = (
     "ON_ERROR = ABORT_STATEMENT | CONTINUE | SKIP_FILE | SKIP_FILE_<n> | 'SKIP_FILE_<n>%'"
@@ -98,3 +99,53 @@ def parse_validation(value: str) -> Validation:
             f"VALIDATION_MODE = {value} is not a validation mode", f"write {VALIDATION_USAGE}"
         )
     return Validation(int(matched.group(1)))
+
+
+class ColumnMatch(StrEnum):
+    """MATCH_BY_COLUMN_NAME: a file's columns taken by their place (NONE) or by their names."""
+
+    NONE = "NONE"
+    CASE_SENSITIVE = "CASE_SENSITIVE"
+    CASE_INSENSITIVE = "CASE_INSENSITIVE"
+
+    def describe(self) -> str:
+        return "by their exact names" if self == ColumnMatch.CASE_SENSITIVE else "in any case"
+
+    def key(self, name: str) -> str:
+        """What two names must share to match."""
+        return name if self == ColumnMatch.CASE_SENSITIVE else name.lower()
+
+
+def parse_column_match(value: str) -> ColumnMatch:
+    text = value.strip().upper()
+    if text not in ColumnMatch.__members__:
+        raise LakeError(
+            f"MATCH_BY_COLUMN_NAME = {value} is not a way to match columns",
+            "write MATCH_BY_COLUMN_NAME = CASE_SENSITIVE | CASE_INSENSITIVE | NONE",
+        )
+    return ColumnMatch(text)
+
+
+def check_matching(source: VolumeSource, match: ColumnMatch) -> None:
+    """Matching by name needs names: a CSV header, and no column list of the COPY's own."""
+    if match == ColumnMatch.NONE:
+        return
+    if source.columns:
+        raise LakeError(
+            "MATCH_BY_COLUMN_NAME takes the columns from the files; the COPY also lists them",
+            "drop the column list after FROM VOLUME v, or MATCH_BY_COLUMN_NAME",
+        )
+    # JSON and Parquet are matched by name as Spark reads them: JSON exactly, Parquet in any case.
+    fixed = {"JSON": ColumnMatch.CASE_SENSITIVE, "PARQUET": ColumnMatch.CASE_INSENSITIVE}
+    if source.file_format in fixed and match != fixed[source.file_format]:
+        kept = fixed[source.file_format]
+        raise LakeError(
+            f"{source.file_format} files are matched to the table's columns {kept.describe()}",
+            f"write MATCH_BY_COLUMN_NAME = {kept.value}",
+        )
+    header = source.options.get("header", "false").lower() == "true"
+    if source.file_format == "CSV" and not header:
+        raise LakeError(
+            "MATCH_BY_COLUMN_NAME reads a CSV file's column names from its header",
+            "add OPTIONS('header' = 'true'), or drop MATCH_BY_COLUMN_NAME",
+        )

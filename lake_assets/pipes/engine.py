@@ -75,7 +75,7 @@ def ingest(
     )
     outcome = load(
         spark, catalog, table, copy.source, store, plan.pending,
-        fence=fence, pipe=pipe, on_error=copy.on_error,
+        fence=fence, pipe=pipe, on_error=copy.on_error, match=copy.match_by_name,
     )  # fmt: skip
     outcome.records += skip_changed(catalog, table.name, plan.changed, pipe)
     if copy.purge:

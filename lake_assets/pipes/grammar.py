@@ -13,8 +13,11 @@ from lake_assets.pipes.copy_options import (
     ON_ERROR_USAGE,
     SKIP_FILE,
     VALIDATION_USAGE,
+    ColumnMatch,
     OnError,
     Validation,
+    check_matching,
+    parse_column_match,
     parse_on_error,
     parse_validation,
 )
@@ -32,8 +35,8 @@ from lake_assets.volumes.grammar import VolumeSource, parse_volume_source
 
 COPY_INTO_TABLE = (
     "COPY INTO t FROM VOLUME v [(col TYPE, …)] USING CSV|PARQUET|JSON [OPTIONS(…)] "
-    "[FILES(…)] [SUBDIRECTORY '…'] [ON_ERROR = …] [VALIDATION_MODE = …] [PURGE = TRUE] "
-    "[FORCE = TRUE] [RELOAD_CHANGED = TRUE]"
+    "[FILES(…)] [SUBDIRECTORY '…'] [ON_ERROR = …] [VALIDATION_MODE = …] "
+    "[MATCH_BY_COLUMN_NAME = …] [PURGE = TRUE] [FORCE = TRUE] [RELOAD_CHANGED = TRUE]"
 )
 CREATE_PIPE = (
     "CREATE PIPE [IF NOT EXISTS] p [VIRTUAL_CLUSTER = '…'] INGEST_MODE = 'LIST_PURGE'|"
@@ -62,6 +65,7 @@ class CopyIntoTable(Statement):
     reload_changed: bool = False
     on_error: OnError = SKIP_FILE
     validation: Validation | None = None
+    match_by_name: ColumnMatch = ColumnMatch.NONE
 
 
 @dataclass(frozen=True)
@@ -149,7 +153,7 @@ def parse_copy_into_table(cursor: TokenCursor) -> CopyIntoTable:
     source = parse_volume_source(cursor)
     cursor.usage = COPY_INTO_TABLE
     purge = force = reload_changed = False
-    on_error, validation = SKIP_FILE, None
+    on_error, validation, match = SKIP_FILE, None, ColumnMatch.NONE
     while not cursor.at_end():
         if cursor.accept("ON_ERROR"):
             cursor.expect_symbol(TokenType.EQ, "=")
@@ -157,6 +161,9 @@ def parse_copy_into_table(cursor: TokenCursor) -> CopyIntoTable:
         elif cursor.accept("VALIDATION_MODE"):
             cursor.expect_symbol(TokenType.EQ, "=")
             validation = parse_validation(cursor.setting(VALIDATION_USAGE))
+        elif cursor.accept("MATCH_BY_COLUMN_NAME"):
+            cursor.expect_symbol(TokenType.EQ, "=")
+            match = parse_column_match(cursor.setting("CASE_SENSITIVE or CASE_INSENSITIVE"))
         elif cursor.accept("PURGE"):
             purge = _flag(cursor, "PURGE")
         elif cursor.accept("FORCE"):
@@ -165,7 +172,8 @@ def parse_copy_into_table(cursor: TokenCursor) -> CopyIntoTable:
             reload_changed = _flag(cursor, "RELOAD_CHANGED")
         else:
             break
-    return CopyIntoTable(table, source, purge, force, reload_changed, on_error, validation)
+    check_matching(source, match)
+    return CopyIntoTable(table, source, purge, force, reload_changed, on_error, validation, match)
 
 
 def parse_create_pipe(cursor: TokenCursor, grammar: Grammar) -> Statement:

@@ -26,8 +26,9 @@ from lake_assets.core.entries import Column, now_utc
 from lake_assets.core.errors import LakeError
 from lake_assets.core.log_check import ensure_log_intact
 from lake_assets.core.writes import record_commit_state
-from lake_assets.pipes.copy_options import SKIP_FILE, ErrorMode, OnError
+from lake_assets.pipes.copy_options import SKIP_FILE, ColumnMatch, ErrorMode, OnError
 from lake_assets.pipes.diagnose import unreadable
+from lake_assets.pipes.headers import read_layouts
 from lake_assets.pipes.load_records import (
     LOAD_MARKER,
     LoadRecord,
@@ -141,6 +142,7 @@ def load(
     fence: int,
     pipe: str | None = None,
     on_error: OnError = SKIP_FILE,
+    match: ColumnMatch = ColumnMatch.NONE,
 ) -> LoadOutcome:
     """Load `files` (already filtered to pending ones) into `table` in one commit; `fence` is
     the table's newest version when `reconcile` brought the index up to date.
@@ -154,8 +156,9 @@ def load(
     local = {store.spark_path(info.relative_path): info for info in files}
     now = now_utc()
     batch = _Batch(table, columns, now, pipe, fence)
+    layouts = read_layouts(spark, source, store, columns, list(local), match)
     try:
-        rows = parse_files(spark, source, store, columns, list(local), strict=True)
+        rows = parse_files(spark, source, store, columns, list(local), strict=True, layouts=layouts)
         counts = rows_per_file(spark, source, store, columns, list(local))
         good = {path: (info, counts.get(path, 0), 0) for path, info in local.items()}
         version = batch.commit(spark, catalog, rows, good, {})
@@ -163,7 +166,9 @@ def load(
     except Exception as error:  # a bad file aborts the write before its commit
         if not is_malformed(error) and unreadable(error) is None:
             raise
-        with sorting_out(spark, source, store, columns, list(local), error, on_error) as out:
+        with sorting_out(
+            spark, source, store, columns, list(local), error, on_error, layouts
+        ) as out:
             if out.problems and on_error.mode == ErrorMode.ABORT_STATEMENT:
                 raise _aborted(table.name, local, out.problems) from None
             failed = [

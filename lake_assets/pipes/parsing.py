@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from lake_assets.core.entries import Column
 from lake_assets.core.names import hidden
 from lake_assets.pipes.copy_options import OnError
 from lake_assets.pipes.diagnose import first_problem, record_problem, unreadable
+from lake_assets.pipes.headers import Layouts
 from lake_assets.volumes.files import column_ddl, file_reader, load_files
 from lake_assets.volumes.grammar import VolumeSource
 from resources.storage import VolumeStore
@@ -43,8 +45,19 @@ def parse_files(
     paths: list[str],
     *,
     strict: bool,
+    layouts: Layouts | None = None,
 ) -> DataFrame:
-    """The files' rows; strict reading fails on the first bad record, lenient marks it."""
+    """The files' rows; strict reading fails on the first bad record, lenient marks it. With
+    `layouts`, each file is read with its own columns, and its rows given `columns`."""
+    if layouts:
+        groups: dict[tuple[Column, ...], list[str]] = defaultdict(list)
+        for path in paths:
+            groups[layouts[path]].append(path)
+        frames = [
+            _given(parse_files(spark, source, store, read, group, strict=strict), columns)
+            for read, group in groups.items()
+        ]
+        return reduce(DataFrame.unionByName, frames)
     reader = file_reader(spark, source, store)
     if source.file_format == "PARQUET":
         frame = load_files(reader, paths)
@@ -76,6 +89,18 @@ def parse_files(
     frame = load_files(lenient_reader, paths)
     return frame.withColumn(_FILE, F.col("_metadata.file_path")).withColumn(
         _ID, F.monotonically_increasing_id()
+    )
+
+
+def _given(frame: DataFrame, columns: tuple[Column, ...]) -> DataFrame:
+    """A file's rows in `columns` (NULL where the file lacks one), and the read's own marks."""
+    present = set(frame.columns)
+    return frame.select(
+        *[
+            F.col(f"`{c.name}`") if c.name in present else F.lit(None).cast(c.type).alias(c.name)
+            for c in as_read(columns)
+        ],
+        *[F.col(mark) for mark in (_CORRUPT, _FILE, _ID) if mark in present],
     )
 
 
@@ -189,12 +214,13 @@ def sorting_out(
     paths: list[str],
     error: Exception | None,
     on_error: OnError,
+    layouts: Layouts | None = None,
 ) -> Iterator[SortedOut]:
     """The batch sorted out by `on_error` (its reads cached until the block ends), after the
     strict read failed with `error` (None: not tried)."""
     cached: list[DataFrame] = []
     try:
-        yield _sort_out(spark, source, store, columns, paths, error, on_error, cached)
+        yield _sort_out(spark, source, store, columns, paths, error, on_error, layouts, cached)
     finally:
         for frame in cached:
             frame.unpersist()
@@ -208,13 +234,16 @@ def _sort_out(
     paths: list[str],
     error: Exception | None,
     on_error: OnError,
+    layouts: Layouts | None,
     cached: list[DataFrame],
 ) -> SortedOut:
     """One lenient pass over the batch when a record does not fit; when a file cannot be read
     (or that pass fails on one), a pass per file, so that only the files Spark cannot read fail
     (each read alone, so also with its own Parquet schema)."""
     if error is None or is_malformed(error):
-        frame = parse_files(spark, source, store, columns, paths, strict=False).cache()
+        frame = parse_files(
+            spark, source, store, columns, paths, strict=False, layouts=layouts
+        ).cache()
         cached.append(frame)
         out = SortedOut()
         try:
@@ -227,7 +256,9 @@ def _sort_out(
     out, frames = SortedOut(), []
     for path in paths:
         try:
-            frame = parse_files(spark, source, store, columns, [path], strict=False).cache()
+            frame = parse_files(
+                spark, source, store, columns, [path], strict=False, layouts=layouts
+            ).cache()
             cached.append(frame)
             loads = _sort_files(frame, source, columns, on_error, out)
         except Exception as failure:  # whether this file is to blame, `unreadable` says
@@ -265,10 +296,11 @@ def first_records(
     columns: tuple[Column, ...],
     paths: list[str],
     count: int,
+    layouts: Layouts | None = None,
 ) -> list[tuple[str, int, str | None, tuple[Any, ...]]]:
     """The first `count` records of the files, in their order: each one's file, number in it,
     the raw record if it does not fit (else None), and its values as they would load."""
-    frame = parse_files(spark, source, store, columns, paths, strict=False)
+    frame = parse_files(spark, source, store, columns, paths, strict=False, layouts=layouts)
     in_file = Window.partitionBy(_FILE).orderBy(_ID)
     values = F.struct(*_table_values(table, columns)).alias("values")
     first = (

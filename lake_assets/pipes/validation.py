@@ -13,6 +13,7 @@ from lake_assets.core.settings import LakeSettings
 from lake_assets.pipes.copy_options import CONTINUE, Validation
 from lake_assets.pipes.diagnose import record_problem
 from lake_assets.pipes.grammar import CopyIntoTable
+from lake_assets.pipes.headers import read_layouts
 from lake_assets.pipes.loading import target_columns
 from lake_assets.pipes.parsing import first_records, sorting_out
 from lake_assets.pipes.planning import plan_files
@@ -60,7 +61,10 @@ def _first_rows(
     count: int,
 ) -> Result:
     columns = target_columns(table, copy.source)
-    records = first_records(spark, copy.source, store, table.columns, columns, list(local), count)
+    layouts = read_layouts(spark, copy.source, store, columns, list(local), copy.match_by_name)
+    records = first_records(
+        spark, copy.source, store, table.columns, columns, list(local), count, layouts
+    )
     for path, number, raw, _ in records:
         if raw is not None:
             _, problem = record_problem(copy.source, columns, raw)
@@ -79,7 +83,10 @@ def _errors(
     local: dict[str, FileInfo],
 ) -> Result:
     found: list[tuple[str, int | None, str | None, str, str | None]] = []
-    with sorting_out(spark, copy.source, store, columns, list(local), None, CONTINUE) as out:
+    layouts = read_layouts(spark, copy.source, store, columns, list(local), copy.match_by_name)
+    with sorting_out(
+        spark, copy.source, store, columns, list(local), None, CONTINUE, layouts
+    ) as out:
         found += [(local[path].url, None, None, text, None) for path, text in out.problems.items()]
         found += [
             (local[path].url, r.row_number, r.column_name, r.error, r.raw_record)

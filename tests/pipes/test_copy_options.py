@@ -174,3 +174,39 @@ def test_each_error_mode_on_a_file_with_one_bad_record(
     assert "nothing was loaded (1 of 2 files have records that do not fit" in refused(lake, both)
     assert rows(lake, "SELECT COUNT(*) FROM load_history('abort')") == [(0,)]
     assert rows(lake, "SELECT COUNT(*) FROM abort") == [(0,)]
+
+
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        (
+            "USING CSV MATCH_BY_COLUMN_NAME = CASE_INSENSITIVE",
+            "MATCH_BY_COLUMN_NAME reads a CSV file's column names from its header — add "
+            "OPTIONS('header' = 'true'), or drop MATCH_BY_COLUMN_NAME",
+        ),
+        (
+            "(id BIGINT) USING JSON MATCH_BY_COLUMN_NAME = CASE_SENSITIVE",
+            "MATCH_BY_COLUMN_NAME takes the columns from the files; the COPY also lists them — "
+            "drop the column list after FROM VOLUME v, or MATCH_BY_COLUMN_NAME",
+        ),
+        (
+            "USING JSON MATCH_BY_COLUMN_NAME = CASE_INSENSITIVE",
+            "JSON files are matched to the table's columns by their exact names — write "
+            "MATCH_BY_COLUMN_NAME = CASE_SENSITIVE",
+        ),
+        (
+            "USING PARQUET MATCH_BY_COLUMN_NAME = CASE_SENSITIVE",
+            "PARQUET files are matched to the table's columns in any case — write "
+            "MATCH_BY_COLUMN_NAME = CASE_INSENSITIVE",
+        ),
+        (
+            "USING JSON MATCH_BY_COLUMN_NAME = YES",
+            "MATCH_BY_COLUMN_NAME = YES is not a way to match columns — write "
+            "MATCH_BY_COLUMN_NAME = CASE_SENSITIVE | CASE_INSENSITIVE | NONE",
+        ),
+    ],
+)
+def test_matching_by_name_needs_names(options: str, error: str) -> None:
+    with pytest.raises(LakeError) as caught:
+        copy_of(f"COPY INTO t FROM VOLUME v {options}")
+    assert str(caught.value) == error

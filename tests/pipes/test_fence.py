@@ -93,10 +93,10 @@ def test_a_load_that_loses_the_race_to_a_commit_under_its_fence_fails_clearly(
         return value
 
     racing = F.udf(rival, "bigint", useArrow=False)
-    real = loading._as_table_rows
+    real = loading.as_table_rows
     monkeypatch.setattr(
         loading,
-        "_as_table_rows",
+        "as_table_rows",
         lambda frame, table, columns: real(frame, table, columns).withColumn(
             "id", racing(F.col("id"))
         ),
