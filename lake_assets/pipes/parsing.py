@@ -148,8 +148,10 @@ def _sort_files(
     columns: tuple[Column, ...],
     on_error: OnError,
     out: SortedOut,
+    layouts: Layouts | None,
 ) -> DataFrame | None:
-    """Sort one lenient read's files into `out`; return its records that load."""
+    """Sort one lenient read's files into `out`; return its records that load. A bad record is
+    diagnosed with its file's own columns (`layouts`), in the file's order."""
     stats = (
         frame.groupBy(_FILE)
         .agg(
@@ -163,7 +165,8 @@ def _sort_files(
     for row in stats:
         path = _read_path(row[_FILE])
         if on_error.skips(row["rows"], row["bad"]):
-            out.problems[path] = first_problem(source, columns, row["first_bad"])
+            read = (layouts or {}).get(path, columns)
+            out.problems[path] = first_problem(source, read, row["first_bad"])
             failed.append(row[_FILE])
             continue
         out.counts[path] = row["rows"] - row["bad"]
@@ -173,13 +176,17 @@ def _sort_files(
     if failed and len(failed) == len(stats):
         return None
     if partial:
-        for uri, rejected in _rejected_records(frame, source, columns, partial):
+        for uri, rejected in _rejected_records(frame, source, columns, partial, layouts):
             out.rejected[_read_path(uri)][1].append(rejected)
     return frame.filter(~F.col(_FILE).isin(failed) & F.col(_CORRUPT).isNull())
 
 
 def _rejected_records(
-    frame: DataFrame, source: VolumeSource, columns: tuple[Column, ...], uris: list[str]
+    frame: DataFrame,
+    source: VolumeSource,
+    columns: tuple[Column, ...],
+    uris: list[str],
+    layouts: Layouts | None,
 ) -> list[tuple[str, Rejected]]:
     """The first REJECTED_KEPT bad records of each file, numbered by their place in the file:
     a file's records keep their order in their read's ids."""
@@ -195,7 +202,8 @@ def _rejected_records(
     )
     found = []
     for row in sorted(numbered, key=lambda row: (row[_FILE], row["row_number"])):
-        column, error = record_problem(source, columns, row[_CORRUPT])
+        read = (layouts or {}).get(_read_path(row[_FILE]), columns)
+        column, error = record_problem(source, read, row[_CORRUPT])
         raw = None if source.file_format == "PARQUET" else row[_CORRUPT][:RAW_KEPT]
         found.append((row[_FILE], Rejected(row["row_number"], column, error, raw)))
     return found
@@ -247,7 +255,7 @@ def _sort_out(
         cached.append(frame)
         out = SortedOut()
         try:
-            out.rows = _sort_files(frame, source, columns, on_error, out)
+            out.rows = _sort_files(frame, source, columns, on_error, out, layouts)
         except Exception as again:  # a file Spark cannot read: sorted out file by file below
             if unreadable(again) is None:
                 raise
@@ -260,7 +268,7 @@ def _sort_out(
                 spark, source, store, columns, [path], strict=False, layouts=layouts
             ).cache()
             cached.append(frame)
-            loads = _sort_files(frame, source, columns, on_error, out)
+            loads = _sort_files(frame, source, columns, on_error, out, layouts)
         except Exception as failure:  # whether this file is to blame, `unreadable` says
             problem = unreadable(failure)
             if problem is None:

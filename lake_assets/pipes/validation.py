@@ -67,7 +67,7 @@ def _first_rows(
     )
     for path, number, raw, _ in records:
         if raw is not None:
-            _, problem = record_problem(copy.source, columns, raw)
+            _, problem = record_problem(copy.source, (layouts or {}).get(path, columns), raw)
             raise LakeError(
                 f"record {number} of {local[path].url} would not load: {problem}",
                 "fix the file, or see every such record with VALIDATION_MODE = RETURN_ERRORS",
