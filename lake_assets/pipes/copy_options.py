@@ -50,6 +50,22 @@ class OnError:
             self.mode == ErrorMode.SKIP_FILE and (self.percent or self.limit > 1)
         )
 
+    def on_failure(self, table: str) -> str:
+        """What a pipe with this mode does with a bad file, as DESC PIPE says it."""
+        stays = "stays in the volume and is loaded again only once it changes"
+        rejected = f"its bad records go to rejected_rows('{table}')"
+        if self.mode == ErrorMode.ABORT_STATEMENT:
+            return "the run stops and loads nothing until the file is fixed or removed"
+        if self.mode == ErrorMode.CONTINUE:
+            return f"a file's good records load and {rejected}; a file that cannot be read {stays}"
+        if not self.rejects_rows:
+            return f"the file {stays}"
+        limit = f"{self.limit} %" if self.percent else str(self.limit)
+        return (
+            f"a file with {limit} bad records or more {stays}; below that its good records load "
+            f"and {rejected}"
+        )
+
     def __str__(self) -> str:
         if self.mode != ErrorMode.SKIP_FILE or (self.limit == 1 and not self.percent):
             return self.mode.value

@@ -34,7 +34,6 @@ from resources.storage import FileInfo, VolumeStore, split_location
 BEFORE_PURGE = "load-before-purge"
 
 # What a volume pipe does with a file it cannot load (its error is in load_history and DESC PIPE).
-ON_LOAD_FAILURE = "the file stays in the volume and is loaded again only once it changes"
 
 if TYPE_CHECKING:
     from lake_assets.core.kind import Context
@@ -267,6 +266,7 @@ def describe_pipe(session: Context, stmt: DescribeObject) -> Result:
         r for r in loads if r.status in (LoadStatus.LOAD_FAILED, LoadStatus.SKIPPED_CHANGED)
     ]
     done = [r for r in loads if r.status != LoadStatus.SKIPPED_CHANGED]
+    copy = copy_of(pipe.copy_statement)
     return Result.properties(
         **{
             "name": pipe.name,
@@ -282,11 +282,13 @@ def describe_pipe(session: Context, stmt: DescribeObject) -> Result:
             "backfill_interval_seconds": pipe.backfill_interval_seconds if notified else None,
             "invalid_reason": reason,
             "files_pending": None if plan is None else len(plan.pending),
-            "files_loaded": sum(1 for r in loads if r.status == LoadStatus.LOADED),
+            "files_loaded": sum(1 for r in loads if r.status.loaded),
             "files_failed": sum(1 for r in loads if r.status == LoadStatus.LOAD_FAILED),
             # Loaded files in the volume now that changed since and are not loaded again.
             "files_skipped_changed": None if plan is None else len(plan.changed),
-            "on_load_failure": ON_LOAD_FAILURE,
+            "rows_rejected": sum(r.rows_rejected for r in loads),
+            "on_error": str(copy.on_error),
+            "on_load_failure": copy.on_error.on_failure(pipe.table),
             "last_error": f"{troubles[0].file_path}: {troubles[0].first_error_message}"
             if troubles
             else None,

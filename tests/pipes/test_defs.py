@@ -311,7 +311,7 @@ def test_rejected_rows_are_counted_and_warned_of(
     lake: LakeSession, tmp_path: Path, instance: DagsterInstance
 ) -> None:
     volume = local_volume(lake, tmp_path / "incoming")
-    lake.sql(f"CREATE TABLE t (id BIGINT, name STRING); {PIPE} ON_ERROR = CONTINUE")
+    lake.sql(f"CREATE TABLE t (id BIGINT, name STRING); {PIPE} ON_ERROR = 'SKIP_FILE_50%'")
     put(volume, "a.csv", "1,a\nx,b\n3,c\n")
     job = build_definitions(lake.settings).resolve_job_def("ingest_t_job")
     result = job.execute_in_process(instance=instance)
@@ -323,6 +323,13 @@ def test_rejected_rows_are_counted_and_warned_of(
     assert (check.passed, check.severity) == (False, AssetCheckSeverity.WARN)
     assert check.description == "1 row(s) rejected: `SELECT * FROM rejected_rows('t')`"
     assert rows(lake, "SELECT row_number, column_name FROM rejected_rows('t')") == [(2, "id")]
+    described = properties(lake, "DESC PIPE p")
+    assert (described["on_error"], described["rows_rejected"]) == ("'SKIP_FILE_50%'", 1)
+    assert described["on_load_failure"] == (
+        "a file with 50 % bad records or more stays in the volume and is loaded again only once "
+        "it changes; below that its good records load and its bad records go to "
+        "rejected_rows('t')"
+    )
 
 
 def test_a_run_for_one_pipe_leaves_a_paused_pipe_alone(
