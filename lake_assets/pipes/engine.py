@@ -15,8 +15,9 @@ from lake_assets.core.lifecycle import drop_object, name_taken
 from lake_assets.core.results import Result
 from lake_assets.core.settings import LakeSettings
 from lake_assets.core.ticks import DAEMON_LOOP_SECONDS, tick_period
+from lake_assets.pipes.copy_grammar import CopyIntoTable, copy_of
 from lake_assets.pipes.entry import IngestMode, PipeEntry, PipeKind, PipeStatus
-from lake_assets.pipes.grammar import AlterPipe, CopyIntoTable, CreatePipe, KafkaCopy, copy_of
+from lake_assets.pipes.grammar import AlterPipe, CreatePipe, KafkaCopy
 from lake_assets.pipes.kafka import ledger
 from lake_assets.pipes.kafka.batches import run_batch
 from lake_assets.pipes.kafka.engine import create_kafka_pipe, describe_kafka_pipe

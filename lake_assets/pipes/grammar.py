@@ -1,4 +1,4 @@
-"""COPY INTO a table from a volume, CREATE PIPE / ALTER PIPE, `load_history('t')` and
+"""COPY INTO a table as a statement, CREATE PIPE / ALTER PIPE, `load_history('t')` and
 `rejected_rows('t')`."""
 
 from __future__ import annotations
@@ -9,17 +9,10 @@ from dataclasses import dataclass
 from sqlglot.tokens import TokenType
 
 from lake_assets.core.errors import LakeError
-from lake_assets.pipes.copy_options import (
-    ON_ERROR_USAGE,
-    SKIP_FILE,
-    VALIDATION_USAGE,
-    ColumnMatch,
-    OnError,
-    Validation,
-    check_matching,
-    parse_column_match,
-    parse_on_error,
-    parse_validation,
+from lake_assets.pipes.copy_grammar import (
+    CopyIntoTable,
+    flag,
+    parse_copy_into_table,
 )
 from lake_assets.pipes.entry import IngestMode
 from lake_assets.pipes.kafka.grammar import (
@@ -31,13 +24,7 @@ from lake_assets.sql.grammar import Grammar, ObjectWords, SourceParser, Statemen
 from lake_assets.sql.relations import extract_sources, opens_call
 from lake_assets.sql.statements import Query, Source, Statement
 from lake_assets.sql.tokens import TokenCursor, tokenize
-from lake_assets.volumes.grammar import VolumeSource, parse_volume_source
 
-COPY_INTO_TABLE = (
-    "COPY INTO t FROM VOLUME v [(col TYPE, …)] USING CSV|PARQUET|JSON [OPTIONS(…)] "
-    "[FILES(…)] [SUBDIRECTORY '…'] [ON_ERROR = …] [VALIDATION_MODE = …] "
-    "[MATCH_BY_COLUMN_NAME = …] [PURGE = TRUE] [FORCE = TRUE] [RELOAD_CHANGED = TRUE]"
-)
 CREATE_PIPE = (
     "CREATE PIPE [IF NOT EXISTS] p [VIRTUAL_CLUSTER = '…'] INGEST_MODE = 'LIST_PURGE'|"
     "'EVENT_NOTIFICATION' [POLL_INTERVAL = seconds] [BACKFILL_INTERVAL = seconds] [COMMENT '…'] "
@@ -53,19 +40,6 @@ VOLUME_SETTINGS = ("INGEST_MODE", "POLL_INTERVAL", "BACKFILL_INTERVAL")
 KAFKA_SETTINGS = ("BATCH_INTERVAL_IN_SECONDS", "BATCH_SIZE_PER_KAFKA_PARTITION")
 PIPE_SETTINGS = ("VIRTUAL_CLUSTER", *VOLUME_SETTINGS, *KAFKA_SETTINGS)
 WORDS = ObjectWords("pipe", (("PIPE",),))
-
-
-@dataclass(frozen=True)
-class CopyIntoTable(Statement):
-    table: str
-    source: VolumeSource
-    purge: bool = False
-    force: bool = False
-    # A loaded file that changed since is loaded again (its whole new content), not skipped.
-    reload_changed: bool = False
-    on_error: OnError = SKIP_FILE
-    validation: Validation | None = None
-    match_by_name: ColumnMatch = ColumnMatch.NONE
 
 
 @dataclass(frozen=True)
@@ -121,19 +95,6 @@ class RejectedRowsSource(Source):
     table: str
 
 
-def _flag(cursor: TokenCursor, what: str) -> bool:
-    cursor.expect_symbol(TokenType.EQ, "=")
-    return cursor.boolean(what)
-
-
-@functools.cache
-def copy_of(text: str) -> CopyIntoTable:
-    """A COPY INTO statement's text (as a pipe keeps it) parsed once per process."""
-    cursor = TokenCursor(tokenize(text), text=text)
-    cursor.expect("COPY", "INTO")
-    return parse_copy_into_table(cursor)
-
-
 def _parse_copy(cursor: TokenCursor, grammar: Grammar) -> Statement:
     cursor.expect("COPY", "INTO")
     if _reads_query(cursor):
@@ -143,37 +104,6 @@ def _parse_copy(cursor: TokenCursor, grammar: Grammar) -> Statement:
             "INSERT INTO t SELECT … FROM TABLE(READ_KAFKA(…))",
         )
     return finished(cursor, parse_copy_into_table(cursor))
-
-
-def parse_copy_into_table(cursor: TokenCursor) -> CopyIntoTable:
-    """After `COPY INTO`: the table, its volume source and the COPY's options."""
-    cursor.usage = COPY_INTO_TABLE
-    table = cursor.name("a table name")
-    cursor.expect("FROM")
-    source = parse_volume_source(cursor)
-    cursor.usage = COPY_INTO_TABLE
-    purge = force = reload_changed = False
-    on_error, validation, match = SKIP_FILE, None, ColumnMatch.NONE
-    while not cursor.at_end():
-        if cursor.accept("ON_ERROR"):
-            cursor.expect_symbol(TokenType.EQ, "=")
-            on_error = parse_on_error(cursor.setting(ON_ERROR_USAGE))
-        elif cursor.accept("VALIDATION_MODE"):
-            cursor.expect_symbol(TokenType.EQ, "=")
-            validation = parse_validation(cursor.setting(VALIDATION_USAGE))
-        elif cursor.accept("MATCH_BY_COLUMN_NAME"):
-            cursor.expect_symbol(TokenType.EQ, "=")
-            match = parse_column_match(cursor.setting("CASE_SENSITIVE or CASE_INSENSITIVE"))
-        elif cursor.accept("PURGE"):
-            purge = _flag(cursor, "PURGE")
-        elif cursor.accept("FORCE"):
-            force = _flag(cursor, "FORCE")
-        elif cursor.accept("RELOAD_CHANGED"):
-            reload_changed = _flag(cursor, "RELOAD_CHANGED")
-        else:
-            break
-    check_matching(source, match)
-    return CopyIntoTable(table, source, purge, force, reload_changed, on_error, validation, match)
 
 
 def parse_create_pipe(cursor: TokenCursor, grammar: Grammar) -> Statement:
@@ -367,7 +297,7 @@ def parse_alter_pipe(cursor: TokenCursor, grammar: Grammar) -> Statement:
             f"pipe {name}: only PIPE_EXECUTION_PAUSED can be altered; its COPY statement cannot",
             "DROP PIPE and CREATE it again with the new statement",
         )
-    return finished(cursor, AlterPipe(name, paused=_flag(cursor, "PIPE_EXECUTION_PAUSED")))
+    return finished(cursor, AlterPipe(name, paused=flag(cursor, "PIPE_EXECUTION_PAUSED")))
 
 
 def _table_relation(

@@ -2,12 +2,12 @@
 
 from lake_assets.core.kind import Kind
 from lake_assets.pipes import engine
+from lake_assets.pipes.copy_grammar import CopyIntoTable
 from lake_assets.pipes.grammar import (
     SOURCES,
     STATEMENTS,
     WORDS,
     AlterPipe,
-    CopyIntoTable,
     CreatePipe,
     LoadHistorySource,
     RejectedRowsSource,

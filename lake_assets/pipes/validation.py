@@ -10,9 +10,9 @@ from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
 from lake_assets.core.results import Result
 from lake_assets.core.settings import LakeSettings
+from lake_assets.pipes.copy_grammar import CopyIntoTable
 from lake_assets.pipes.copy_options import CONTINUE, Validation
 from lake_assets.pipes.diagnose import record_problem
-from lake_assets.pipes.grammar import CopyIntoTable
 from lake_assets.pipes.headers import read_layouts
 from lake_assets.pipes.loading import target_columns
 from lake_assets.pipes.parsing import first_records, sorting_out

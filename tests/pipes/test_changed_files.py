@@ -15,7 +15,7 @@ from dagster import DagsterInstance
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.errors import LakeError
 from lake_assets.definitions import build_definitions
-from lake_assets.pipes.grammar import copy_of
+from lake_assets.pipes.copy_grammar import copy_of
 from lake_assets.pipes.load_records import LoadRecord, LoadStatus, load_history, record_loads
 from lake_assets.pipes.planning import CHANGED_SINCE_LOADED, plan_files, skip_changed
 from lake_assets.session import LakeSession

@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 
 from lake_assets.core.errors import LakeError
 from lake_assets.kinds import parse_statement
+from lake_assets.pipes.copy_grammar import copy_of
 from lake_assets.pipes.copy_options import (
     ErrorMode,
     OnError,
@@ -21,7 +22,6 @@ from lake_assets.pipes.copy_options import (
     parse_on_error,
     parse_validation,
 )
-from lake_assets.pipes.grammar import copy_of
 from lake_assets.pipes.loading import AFTER_COMMIT
 from lake_assets.session import LakeSession
 from tests.crashes import Crash, crash_at

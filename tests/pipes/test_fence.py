@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from lake_assets.core.delta import history, local_table
 from lake_assets.core.errors import LakeError
 from lake_assets.pipes import loading
-from lake_assets.pipes.grammar import copy_of
+from lake_assets.pipes.copy_grammar import copy_of
 from lake_assets.pipes.load_records import load_history
 from lake_assets.pipes.loading import load, reconcile
 from lake_assets.pipes.planning import plan_files
