@@ -60,5 +60,6 @@ def load_history_frame(
 
 def read_rejected_rows(session: Context, source: RejectedRowsSource) -> DataFrame:
     session.catalog.get(TableEntry, source.table)
-    rows = rejected_rows(session.catalog, source.table)
+    since = datetime.now(UTC) - timedelta(days=session.settings.load_history_days)
+    rows = rejected_rows(session.catalog, source.table, since.isoformat(timespec="milliseconds"))
     return session.spark.createDataFrame([astuple(row) for row in rows], REJECTED_SCHEMA)

@@ -147,12 +147,20 @@ def record_loads(
             )
 
 
-def rejected_rows(catalog: Catalog, table: str) -> list[RejectedRow]:
-    """The table's rejected records, newest load first, each file's in their order."""
+def rejected_rows(catalog: Catalog, table: str, since: str | None = None) -> list[RejectedRow]:
+    """The table's rejected records, newest load first, each file's in their order; `since` (an
+    ISO time) keeps those whose load record has not expired."""
+    loads = _load_history.c
+    kept = sa.exists().where(
+        loads.table_name == _rejected_rows.c.table_name,
+        loads.file_path == _rejected_rows.c.file_path,
+        loads.commit_version == _rejected_rows.c.commit_version,
+        loads.last_copy_time >= (since or ""),
+    )
     with catalog.database.reading() as conn:
         rows = conn.execute(
             sa.select(_rejected_rows)
-            .where(_rejected_rows.c.table_name == table)
+            .where(_rejected_rows.c.table_name == table, kept)
             .order_by(
                 _rejected_rows.c.commit_version.desc(),
                 _rejected_rows.c.file_path,
