@@ -89,7 +89,7 @@ class LoadOutcome:
 def reconcile(spark: SparkSession, catalog: Catalog, table: TableEntry) -> int:
     """Copy the load records carried by commits newer than the index's mark into the index;
     return the table's newest version: the next load acts on the index as of it, and its commit
-    is fenced by the load records up to it (see _commit)."""
+    is fenced by the load records up to it (see _Batch.commit)."""
     ensure_log_intact(table)
     mark = load_mark(catalog, table.name)
     commits = commits_since(spark, table.location, mark)
@@ -103,9 +103,8 @@ def reconcile(spark: SparkSession, catalog: Catalog, table: TableEntry) -> int:
             continue
         pipe = metadata.get("pipe")
         for path, size, modified, rows, *bad in metadata["files"]:
-            records.append(
-                _record_of(path, size, modified, metadata["time"], rows, bad, pipe, commit.version)
-            )
+            count, time, version = (bad[0] if bad else 0), metadata["time"], commit.version
+            records.append(_record_of(path, size, modified, time, rows, count, pipe, version))
         rejected += [
             RejectedRow(path, number, column, error, raw, pipe, commit.version)
             for path, number, column, error, raw in metadata.get("rejected", [])
@@ -221,7 +220,45 @@ class _Batch:
         good: Good,
         rejected: dict[str, list[Rejected]],
     ) -> int:
-        return _commit(spark, catalog, self, rows, good, rejected)
+        """Append the rows with their files' load records and rejected records in the same
+        commit; return its version. Fenced by the load records up to the batch's fence, which
+        `reconcile` put in the index: a load that committed after them, whatever else committed
+        too, makes Delta drop this write."""
+        table = self.table
+        kept = [
+            [url, r.row_number, r.column_name, r.error, r.raw_record]
+            for url, rows in rejected.items()
+            for r in rows
+        ]
+        record = new_record(
+            LOAD_MARKER,
+            pipe=self.pipe,
+            time=self.now,
+            files=[
+                [i.url, i.size, i.last_modified.isoformat(), n, bad] for i, n, bad in good.values()
+            ],
+            **({"rejected": kept} if kept else {}),
+        )
+        before = catalog.get(TableEntry, table.name)
+        app = f"lake-load-{table.name}"
+        fence, _ = fence_at(spark, table.location, app, LOAD_MARKER, self.fence)
+        frame = as_table_rows(rows, table.columns, self.columns)
+
+        def write() -> None:
+            failpoints.reached(BEFORE_COMMIT)
+            options = writer_options(record, fence)
+            frame.write.format("delta").mode("append").options(**options).save(table.location)
+            failpoints.reached(AFTER_COMMIT)
+
+        commit = fenced_write(spark, table.location, record, fence, write)
+        if commit is None:
+            raise LakeError(
+                f"another load into {table.name} committed at the same moment; nothing was written",
+                "run the load again: files already loaded are skipped",
+            )
+        inserted = sum(count for _, count, _ in good.values())
+        record_commit_state(spark, catalog, before, commit.version, (inserted, 0, 0))
+        return commit.version
 
     def recorded(
         self,
@@ -234,7 +271,7 @@ class _Batch:
         """The load's records put in the index: right after the reconciled version, this
         commit's records complete it up to it."""
         loaded = [
-            _record_of(info.url, info.size, info.last_modified.isoformat(), self.now, n, [bad],
+            _record_of(info.url, info.size, info.last_modified.isoformat(), self.now, n, bad,
                        self.pipe, version)
             for info, n, bad in good.values()
         ]  # fmt: skip
@@ -250,56 +287,9 @@ class _Batch:
 
 
 def _record_of(
-    path: str, size: int | None, modified: str | None, time: str, rows: int, bad: list[int],
+    path: str, size: int | None, modified: str | None, time: str, rows: int, rejected: int,
     pipe: str | None, version: int | None,
 ) -> LoadRecord:  # fmt: skip
-    """A loaded file's record; `bad` holds its rejected records' count (none in older commits)."""
-    rejected = bad[0] if bad else 0
+    """A loaded file's record (older commits carry no count of rejected records: none)."""
     status = LoadStatus.PARTIALLY_LOADED if rejected else LoadStatus.LOADED
     return LoadRecord(path, time, size, modified, status, rows, None, pipe, version, rejected)
-
-
-def _commit(
-    spark: SparkSession,
-    catalog: Catalog,
-    batch: _Batch,
-    rows: DataFrame,
-    good: Good,
-    rejected: dict[str, list[Rejected]],
-) -> int:
-    """Append the rows with their files' load records and rejected records in the same commit;
-    return its version. Fenced by the load records up to the batch's fence, which `reconcile` put
-    in the index: a load that committed after them, whatever else committed too, makes Delta drop
-    this write."""
-    table = batch.table
-    kept = [
-        [url, r.row_number, r.column_name, r.error, r.raw_record]
-        for url, rows in rejected.items()
-        for r in rows
-    ]
-    record = new_record(
-        LOAD_MARKER,
-        pipe=batch.pipe,
-        time=batch.now,
-        files=[[i.url, i.size, i.last_modified.isoformat(), n, bad] for i, n, bad in good.values()],
-        **({"rejected": kept} if kept else {}),
-    )
-    before = catalog.get(TableEntry, table.name)
-    fence, _ = fence_at(spark, table.location, f"lake-load-{table.name}", LOAD_MARKER, batch.fence)
-    frame = as_table_rows(rows, table.columns, batch.columns)
-
-    def write() -> None:
-        failpoints.reached(BEFORE_COMMIT)
-        options = writer_options(record, fence)
-        frame.write.format("delta").mode("append").options(**options).save(table.location)
-        failpoints.reached(AFTER_COMMIT)
-
-    commit = fenced_write(spark, table.location, record, fence, write)
-    if commit is None:
-        raise LakeError(
-            f"another load into {table.name} committed at the same moment; nothing was written",
-            "run the load again: files already loaded are skipped",
-        )
-    inserted = sum(count for _, count, _ in good.values())
-    record_commit_state(spark, catalog, before, commit.version, (inserted, 0, 0))
-    return commit.version

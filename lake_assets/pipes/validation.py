@@ -13,7 +13,7 @@ from lake_assets.core.settings import LakeSettings
 from lake_assets.pipes.copy_grammar import CopyIntoTable
 from lake_assets.pipes.copy_options import CONTINUE, Validation
 from lake_assets.pipes.diagnose import record_problem
-from lake_assets.pipes.headers import read_layouts
+from lake_assets.pipes.headers import Layouts, read_layouts
 from lake_assets.pipes.loading import target_columns
 from lake_assets.pipes.parsing import first_records, sorting_out
 from lake_assets.pipes.planning import plan_files
@@ -47,9 +47,10 @@ def validate(
     columns = target_columns(table, copy.source)
     if not local:
         return Result(ERROR_COLUMNS if validation.rows is None else [c.name for c in table.columns])
+    layouts = read_layouts(spark, copy.source, store, columns, list(local), copy.match_by_name)
     if validation.rows is not None:
-        return _first_rows(spark, copy, store, table, local, validation.rows)
-    return _errors(spark, copy, store, columns, local)
+        return _first_rows(spark, copy, store, table, columns, local, layouts, validation.rows)
+    return _errors(spark, copy, store, columns, local, layouts)
 
 
 def _first_rows(
@@ -57,11 +58,11 @@ def _first_rows(
     copy: CopyIntoTable,
     store: VolumeStore,
     table: TableEntry,
+    columns: tuple[Column, ...],
     local: dict[str, FileInfo],
+    layouts: Layouts | None,
     count: int,
 ) -> Result:
-    columns = target_columns(table, copy.source)
-    layouts = read_layouts(spark, copy.source, store, columns, list(local), copy.match_by_name)
     records = first_records(
         spark, copy.source, store, table.columns, columns, list(local), count, layouts
     )
@@ -81,9 +82,9 @@ def _errors(
     store: VolumeStore,
     columns: tuple[Column, ...],
     local: dict[str, FileInfo],
+    layouts: Layouts | None,
 ) -> Result:
     found: list[tuple[str, int | None, str | None, str, str | None]] = []
-    layouts = read_layouts(spark, copy.source, store, columns, list(local), copy.match_by_name)
     with sorting_out(
         spark, copy.source, store, columns, list(local), None, CONTINUE, layouts
     ) as out:
