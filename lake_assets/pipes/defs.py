@@ -170,7 +170,8 @@ def _checks(table: TableEntry, pipes: list[PipeEntry]) -> list[AssetCheckSpec]:
             AssetCheckSpec(
                 FILES_CHECK,
                 asset=table.name,
-                description="passes when every file a load read was loaded; a file that failed "
+                description="passes when every file a load read was loaded whole; warns when "
+                "records were rejected (ON_ERROR: see rejected_rows), errs when a file failed: it "
                 "is named with its error, stays in its volume and is loaded again only once it "
                 "changes",
             )
