@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from dagster import AssetMaterialization, DagsterInstance, MetadataValue
+from dagster import AssetMaterialization, DagsterInstance, MetadataValue, TableColumn, TableSchema
 
 from lake_assets.automation import DATA_VERSION_TAG
 from lake_assets.core.catalog import Catalog
@@ -27,6 +27,12 @@ def dagster_reporter(catalog: Catalog) -> Callable[[str], None] | None:
             metadata["lake/version"] = MetadataValue.int(entry.version)
         if entry.row_count is not None:
             metadata["dagster/row_count"] = MetadataValue.int(entry.row_count)
+        shown = entry.shown_columns() or [column.name for column in entry.columns]
+        metadata["dagster/column_schema"] = MetadataValue.table_schema(
+            TableSchema([TableColumn(c.name, c.type) for c in entry.columns if c.name in shown])
+        )
+        if entry.schema_version is not None and entry.schema_version == entry.version:
+            metadata["lake/schema_change"] = entry.schema_change or ""
         # The Delta version is the data version: downstream assets are stale only when it moves.
         tags = {DATA_VERSION_TAG: str(entry.version)} if entry.version is not None else None
         with DagsterInstance.get() as instance:

@@ -71,17 +71,17 @@ class CatalogView:
 
     def users_of(self, kind: type[CatalogObject], name: str) -> list[str]:
         """The objects that name this one (`pipe p`, `task k`), as DROP refuses them."""
-        users = []
+        return [f"{user.LABEL} {user.name}" for user in self.users(kind, name)]
+
+    def users(self, kind: type[CatalogObject], name: str) -> list[CatalogObject]:
+        """The objects that name this one, each once."""
+        users: list[CatalogObject] = []
         for user in CatalogObject.KINDS.values():
             fields = [field for field, space in user.REFERENCES.items() if space == kind.NAMESPACE]
-            if not fields:
-                continue
-            for entry in self.entries(user):
-                for field_name in fields:
-                    value = getattr(entry, field_name)
-                    if value == name or (isinstance(value, tuple) and name in value):
-                        users.append(f"{user.LABEL} {entry.name}")
-                        break
+            for entry in self.entries(user) if fields else ():
+                values = [getattr(entry, field_name) for field_name in fields]
+                if any(v == name or (isinstance(v, tuple) and name in v) for v in values):
+                    users.append(entry)
         return users
 
 
@@ -229,6 +229,11 @@ class Catalog:
         """The objects that name this one (`pipe p`, `dynamic table d`)."""
         with self._reading() as conn:
             return CatalogView(conn).users_of(kind, name)
+
+    def users(self, kind: type[CatalogObject], name: str) -> list[CatalogObject]:
+        """The objects that name this one, as entries."""
+        with self._reading() as conn:
+            return CatalogView(conn).users(kind, name)
 
     def _select(self, conn: Connection, namespace: str, name: str) -> CatalogObject | None:
         return CatalogView(conn).find_in(namespace, name)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from datetime import UTC, datetime
 from enum import Enum
@@ -89,6 +89,18 @@ class CatalogObject:
         one reader)."""
         return ()
 
+    def columns_read(
+        self, relation: str, columns_of: Callable[[str], Sequence[str]]
+    ) -> frozenset[str]:
+        """The columns of `relation` (lower-cased) this object names, so that renaming or dropping
+        one would break it; `columns_of` gives any relation's columns."""
+        return frozenset()
+
+    def reads_changes(self, relation: str) -> bool:
+        """Whether this object reads `relation`'s changes as they come (a stream, an export):
+        Delta's change reader cannot read across a rename, drop or type change."""
+        return False
+
     def mistaken_for(self, wanted: type[CatalogObject]) -> LakeError:
         """The error when a statement for a `wanted` names this object instead."""
         return LakeError(
@@ -111,6 +123,10 @@ class StoredRelation(CatalogObject):
     primary_key: tuple[str, ...] = field(default=(), kw_only=True)
     version: int | None = field(default=None, kw_only=True)
     row_count: int | None = field(default=None, kw_only=True)
+    # The version of the newest change of its columns, and that change in words: readers of its
+    # changes from before it (dynamic tables) recompute, and its event says what changed.
+    schema_version: int | None = field(default=None, kw_only=True)
+    schema_change: str | None = field(default=None, kw_only=True)
 
     def shown_columns(self) -> list[str]:
         """The columns a query sees, when the table keeps some from it (empty: all of them)."""

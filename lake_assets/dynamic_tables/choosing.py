@@ -116,6 +116,7 @@ def why_full(
     full: bool = False,
     reads: list[SourceRead] | None = None,
     estimate: Estimate | None = None,
+    schema_changes: tuple[str, ...] = (),
 ) -> str | None:
     """Why a refresh recomputes instead of applying its sources' changes, or None: of the next
     refresh (DESC), without `reads`, before AUTO weighs the changes it finds."""
@@ -134,4 +135,20 @@ def why_full(
     replaced = [read.name for read in reads or () if read.previous is None]
     if replaced:
         return f"{', '.join(replaced)} was replaced since the last refresh"
+    if schema_changes:
+        return f"{'; '.join(schema_changes)} since the last refresh"
     return _auto_reason(entry, estimate) if reads is not None else None
+
+
+def schema_changes(catalog: Catalog, reads: list[SourceRead]) -> tuple[str, ...]:
+    """The sources whose columns changed since the refresh before read them, in words: their
+    changes are not read across that (a refresh recomputes once)."""
+    changed = []
+    for read in reads:
+        source = catalog.stored(read.name)
+        if read.previous is not None and (source.schema_version or -1) > read.previous:
+            changed.append(
+                f"{read.name}'s columns changed at version {source.schema_version} "
+                f"({source.schema_change})"
+            )
+    return tuple(changed)

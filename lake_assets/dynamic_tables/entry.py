@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import ClassVar
 
 from lake_assets.core.entries import RELATION, CatalogObject, StoredRelation
 from lake_assets.core.errors import LakeError
+from lake_assets.sql.lineage import columns_read
 
 
 class SchedulingState(StrEnum):
@@ -49,6 +51,11 @@ class DynamicTableEntry(StoredRelation):
 
     def shown_columns(self) -> list[str]:
         return [column.name for column in self.columns] if self.hidden else []
+
+    def columns_read(
+        self, relation: str, columns_of: Callable[[str], Sequence[str]]
+    ) -> frozenset[str]:
+        return columns_read(self.query, relation, columns_of)
 
     def mistaken_for(self, wanted: type[CatalogObject]) -> LakeError:
         return LakeError(

@@ -3,6 +3,7 @@ its progress is kept."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -40,6 +41,15 @@ class ExportEntry(CatalogObject):
     sequence_info: bool = False
     max_retries: int = DEFAULT_MAX_RETRIES
     comment: str | None = None
+
+    def columns_read(
+        self, relation: str, columns_of: Callable[[str], Sequence[str]]
+    ) -> frozenset[str]:
+        """The key its records lead with: each record names its columns."""
+        return frozenset(c.lower() for c in self.key) if relation == self.source else frozenset()
+
+    def reads_changes(self, relation: str) -> bool:
+        return relation == self.source
 
     @property
     def target(self) -> str:

@@ -84,13 +84,18 @@ def _with_row_columns(
     spark: SparkSession, location: str, end: int, files: RangeFiles
 ) -> RangeFiles:
     """`files` with the names of the hidden row columns their change files hold (the range
-    changes no property, so the table's at `end` are those of all its commits)."""
-    if not (files.direct and files.changes):
+    changes no property, so the table's at `end` are those of all its commits). A table whose
+    columns are mapped (renamed or dropped once) names them otherwise in its files: Delta's
+    reader reads it."""
+    if not files.direct:
         return files
     properties = table_properties(spark, location, end)
+    if properties.get("delta.columnMapping.mode", "none") != "none":
+        return replace(files, inserted=(), direct=False)
+    if not files.changes:
+        return files
     row_id, row_version = properties.get(ROW_ID_COLUMN), properties.get(ROW_VERSION_COLUMN)
-    mapped = properties.get("delta.columnMapping.mode", "none") != "none"
-    if mapped or row_id is None or row_version is None:
+    if row_id is None or row_version is None:
         return replace(files, inserted=(), direct=False)
     return replace(files, row_columns=(row_id, row_version))
 

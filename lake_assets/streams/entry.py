@@ -74,6 +74,9 @@ class StreamEntry(CatalogObject):
     claim: Claim | None = None
     comment: str | None = None
 
+    def reads_changes(self, relation: str) -> bool:
+        return relation == self.source
+
     def mistaken_for(self, wanted: type[CatalogObject]) -> LakeError:
         return LakeError(
             f"{self.name} is a stream: it shows another table's changes and cannot be written",

@@ -29,6 +29,7 @@ from lake_assets.core.lifecycle import name_taken
 from lake_assets.core.log_check import ensure_log_intact
 from lake_assets.core.results import Result
 from lake_assets.core.writes import commit_write
+from lake_assets.tables.columns import recorded_schema
 from lake_assets.tables.entry import TableEntry, clustering_columns, declared_key
 from lake_assets.tables.grammar import (
     AlterTableClustering,
@@ -265,6 +266,8 @@ def optimize(session: Context, stmt: Optimize) -> Result:
 def _stored_relation(session: Context, name: str) -> StoredRelation:
     """A table or dynamic table: a relation with columns and a Delta location of its own."""
     entry = session.catalog.relation(name)
+    if isinstance(entry, TableEntry):
+        return recorded_schema(session.catalog, entry)
     if not isinstance(entry, StoredRelation):
         words = entry.CREATE.removeprefix("CREATE ")
         raise LakeError(f"{name} is a {entry.LABEL}", f"describe it with DESC {words} {name}")

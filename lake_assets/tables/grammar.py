@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from sqlglot import exp
 from sqlglot.tokens import TokenType
 
 from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
 from lake_assets.sql.grammar import Grammar, StatementParser, finished, unsupported
-from lake_assets.sql.statements import Statement
+from lake_assets.sql.statements import Dml, Statement
 from lake_assets.sql.tokens import TokenCursor
 from lake_assets.sql.types import parse_column_type
 from lake_assets.tables.entry import (
@@ -20,6 +21,13 @@ from lake_assets.tables.entry import (
     clustering_columns,
     declared_key,
 )
+from lake_assets.tables.schema_changes import (
+    AddColumn,
+    AlterColumnType,
+    DropColumn,
+    RenameColumn,
+    SchemaChange,
+)
 
 CREATE_TABLE = (
     "CREATE TABLE [IF NOT EXISTS] name (col TYPE [PRIMARY KEY] [COMMENT '…'], … "
@@ -28,8 +36,11 @@ CREATE_TABLE = (
 DROP_TABLE = "DROP TABLE [IF EXISTS] name"
 ALTER_TABLE = (
     "ALTER TABLE name SET PROPERTIES ('change_tracking' = 'true') | SET PRIMARY KEY (col, …) "
-    "| DROP PRIMARY KEY | CLUSTER BY (col, …) | CLUSTER BY NONE"
+    "| DROP PRIMARY KEY | CLUSTER BY (col, …) | CLUSTER BY NONE | ADD [COLUMN] col TYPE "
+    "[COMMENT '…'] | RENAME COLUMN col TO new | DROP COLUMN col | ALTER [COLUMN] col [SET DATA] "
+    "TYPE type"
 )
+TRUNCATE_TABLE = "TRUNCATE [TABLE] name"
 OPTIMIZE = "OPTIMIZE name [FULL]"
 DESCRIBE = "DESC [TABLE] name | DESC HISTORY name"
 # Delta clusters a table's files by 4 columns at most.
@@ -72,6 +83,14 @@ class AlterTableClustering(Statement):
 
     name: str
     cluster_by: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AlterTableColumns(Statement):
+    """`ALTER TABLE t ADD | RENAME | DROP | ALTER COLUMN …`: one change of the table's columns."""
+
+    name: str
+    change: SchemaChange
 
 
 @dataclass(frozen=True)
@@ -241,11 +260,53 @@ def _clustering(cursor: TokenCursor, name: str) -> Statement:
     return AlterTableClustering(name, cluster_columns(cursor, f"table {name}"))
 
 
+def _add_column(cursor: TokenCursor, name: str) -> Statement:
+    cursor.accept("COLUMN")
+    column, keyed = _parse_column(cursor)
+    if keyed:
+        raise LakeError(
+            f"new column {column.name} cannot be the key as it is added: its rows hold NULL",
+            f"add it, fill it, then ALTER TABLE {name} SET PRIMARY KEY (…)",
+        )
+    return AlterTableColumns(name, AddColumn(column.name, column.type, column.comment))
+
+
+def _rename_column(cursor: TokenCursor, name: str) -> Statement:
+    old = cursor.identifier("the column to rename")
+    cursor.expect("TO")
+    return AlterTableColumns(name, RenameColumn(old, cursor.identifier("the new column name")))
+
+
+def _drop_column(cursor: TokenCursor, name: str) -> Statement:
+    return AlterTableColumns(name, DropColumn(cursor.identifier("the column to drop")))
+
+
+def _alter_column(cursor: TokenCursor, name: str) -> Statement:
+    cursor.accept("COLUMN")
+    column = cursor.identifier("the column to change")
+    cursor.accept("SET", "DATA")
+    cursor.expect("TYPE")
+    return AlterTableColumns(name, AlterColumnType(column, parse_column_type(cursor, column)))
+
+
 _ALTERATIONS: dict[tuple[str, ...], Alteration] = {
     ("SET", "PROPERTIES"): lambda cursor, name: AlterTableProperties(name, cursor.properties()),
     **key_alterations(AlterTablePrimaryKey, "table"),
     (CLUSTERING.clause,): _clustering,
+    ("ADD",): _add_column,
+    ("RENAME", "COLUMN"): _rename_column,
+    ("DROP", "COLUMN"): _drop_column,
+    ("ALTER",): _alter_column,
 }
+
+
+def parse_truncate(cursor: TokenCursor, grammar: Grammar) -> Statement:
+    """TRUNCATE is a DELETE of every row: one commit, its deletions seen by readers of changes."""
+    cursor.usage = TRUNCATE_TABLE
+    cursor.expect("TRUNCATE")
+    cursor.accept("TABLE")
+    name = cursor.name("a table name")
+    return finished(cursor, Dml("DELETE", name, exp.Delete(this=exp.to_table(name))))
 
 
 def parse_optimize(cursor: TokenCursor, grammar: Grammar) -> Statement:
@@ -277,6 +338,7 @@ STATEMENTS: dict[tuple[str, ...], StatementParser] = {
     ("CREATE", "TABLE"): parse_create_table,
     ("DROP", "TABLE"): parse_drop_table,
     ("ALTER", "TABLE"): parse_alter_table,
+    ("TRUNCATE",): parse_truncate,
     ("OPTIMIZE",): parse_optimize,
     ("DESC",): parse_describe,
     ("DESCRIBE",): parse_describe,

@@ -3,10 +3,12 @@
 from lake_assets.core.kind import Kind
 from lake_assets.sql.statements import Dml
 from lake_assets.tables import engine
+from lake_assets.tables.columns import alter_columns
 from lake_assets.tables.dml import execute_dml
 from lake_assets.tables.grammar import (
     STATEMENTS,
     AlterTableClustering,
+    AlterTableColumns,
     AlterTablePrimaryKey,
     AlterTableProperties,
     CreateTable,
@@ -26,6 +28,7 @@ KIND = Kind(
         AlterTableProperties: engine.alter_properties,
         AlterTablePrimaryKey: engine.alter_primary_key,
         AlterTableClustering: engine.alter_clustering,
+        AlterTableColumns: alter_columns,
         Optimize: engine.optimize,
         DescribeTable: engine.describe_table,
         DescribeHistory: engine.describe_history,

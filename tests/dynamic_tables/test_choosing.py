@@ -1,18 +1,27 @@
-"""How a refresh is run: whether Spark compiles its expressions, from the rows it reads."""
+"""How a refresh is run: whether Spark compiles its expressions, from the rows it reads, and why
+it recomputes."""
 
 from __future__ import annotations
 
+from functools import partial
+from pathlib import Path
+
 import sqlglot
 
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.entries import Column
 from lake_assets.dynamic_tables.choosing import (
     AUTO_MIN_ROWS,
     COMPILED_MIN_ROWS,
     Estimate,
     compiled,
+    schema_changes,
     why_full,
 )
 from lake_assets.dynamic_tables.entry import DynamicTableEntry, RefreshModeChoice
 from lake_assets.dynamic_tables.lowering import classify
+from lake_assets.dynamic_tables.runtime.sources import SourceRead
+from lake_assets.tables.entry import TableEntry
 
 SUMMARY = "SELECT category, COUNT(*) AS n, MIN(dt) AS first FROM sales GROUP BY category"
 JOINED = "SELECT s.id, c.region FROM sales s JOIN customers c ON s.customer = c.id"
@@ -53,3 +62,25 @@ def test_auto_recomputes_large_sources_when_applying_the_change_reads_as_much() 
     # Small sources keep applying their changes, a large share recomputes.
     assert auto_reason(Estimate(7, 30, ((5, 20), (2, 10)))) is None
     assert auto_reason(Estimate(rows // 4, rows, ((rows // 4, sales),))).startswith("AUTO: ")
+
+
+def test_a_source_whose_columns_changed_since_the_last_refresh_is_recomputed_once(
+    tmp_path: Path,
+) -> None:
+    catalog = Catalog(tmp_path / "catalog.db")
+    catalog.add(
+        TableEntry(
+            "sales", "/tmp/sales", (Column("id", "INT"),),
+            schema_version=7, schema_change="added column note STRING",
+        )
+    )  # fmt: skip
+    read = partial(SourceRead, "sales", "/tmp/sales", None, 9, index=0)
+    changed = schema_changes(catalog, [read(previous=6)])
+    assert changed == ("sales's columns changed at version 7 (added column note STRING)",)
+    # the refresh after it read version 7 or later: its changes read as usual
+    assert schema_changes(catalog, [read(previous=7)]) == ()
+    assert schema_changes(catalog, [read(previous=None)]) == ()
+    plan = classify(sqlglot.parse_one(SUMMARY, read="spark"))
+    entry = DynamicTableEntry("d", "/tmp/d", (), SUMMARY, ("sales",), plan.hidden)
+    reason = why_full(entry, plan, initial=False, untracked=[], reads=[], schema_changes=changed)
+    assert reason == f"{changed[0]} since the last refresh"

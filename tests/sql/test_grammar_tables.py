@@ -184,7 +184,7 @@ def test_create_table_with_unterminated_comment_quote():
         ("GRANT SELECT ON t TO alice", "GRANT SELECT ON"),
         ("DROP VIEW v", "DROP VIEW V"),
         ("SHOW VIEWS", "SHOW VIEWS"),
-        ("ALTER TABLE t ADD COLUMN c INT", "ALTER TABLE T"),
+        ("ALTER TABLE t SWAP WITH u", "ALTER TABLE T"),
         ("SELEC 1", "SELEC 1"),
     ],
 )

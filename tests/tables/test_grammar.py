@@ -146,7 +146,7 @@ def test_key_syntax_errors_quote_the_usage():
 
 
 def test_other_alterations_stay_unsupported():
-    error = parse_error("ALTER TABLE t DROP COLUMN a")
+    error = parse_error("ALTER TABLE t SWAP WITH u")
     assert error.what == "not supported yet: ALTER TABLE T …"
 
 
@@ -272,7 +272,7 @@ def test_clustering_syntax_errors_quote_the_usage():
     assert error.what == "syntax error: expected '(' but found 'NONE'"
     error = parse_error("ALTER TABLE t CLUSTER BY a")
     assert error.what == "syntax error: expected '(' but found 'a'"
-    assert error.fix.endswith("| CLUSTER BY (col, …) | CLUSTER BY NONE")
+    assert "| CLUSTER BY (col, …) | CLUSTER BY NONE |" in error.fix
     error = parse_error("ALTER TABLE t CLUSTER BY NONE (a)")
     assert error.what == "syntax error: expected the end of the statement but found '('"
     error = parse_error("OPTIMIZE t ZORDER BY (a)")

@@ -3,7 +3,7 @@ choosing.why_full), and the write that commits it with its record."""
 
 from __future__ import annotations
 
-from lake_assets.dynamic_tables.choosing import estimate, why_full
+from lake_assets.dynamic_tables.choosing import estimate, schema_changes, why_full
 from lake_assets.dynamic_tables.refreshes import Read, RefreshCommit
 from lake_assets.dynamic_tables.runtime.writing import Write
 from lake_assets.dynamic_tables.steps.state import Refreshing
@@ -19,6 +19,7 @@ def choose_mode(run: Refreshing) -> None:
         full=run.full,
         reads=run.reads,
         estimate=run.estimate,
+        schema_changes=schema_changes(run.catalog, run.reads),
     )
     reads = {read.name: Read(read.location, read.version) for read in run.reads}
     metadata = RefreshCommit(run.trigger, run.start, reads)

@@ -1,0 +1,172 @@
+"""ALTER TABLE … ADD | RENAME | DROP | ALTER COLUMN: Delta's own ALTER (column mapping or type
+widening turned on first, by a commit of its own), then the catalog's record. The ALTER's commit
+carries the columns it leaves, so a crash between the two is made good from the log: whoever
+next reads the table's schema through `recorded_schema` records them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import asdict, replace
+from typing import TYPE_CHECKING, Any
+
+from lake_assets.core import failpoints
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.commits import committing, decode, find, new_record
+from lake_assets.core.delta import (
+    delta_ref,
+    latest_version,
+    log_actions,
+    log_versions,
+    sql_string,
+    table_properties,
+)
+from lake_assets.core.entries import CatalogObject, Column
+from lake_assets.core.errors import LakeError
+from lake_assets.core.log_check import ensure_log_intact
+from lake_assets.core.results import Result
+from lake_assets.tables.entry import TableEntry
+from lake_assets.tables.grammar import AlterTableColumns
+from lake_assets.tables.schema_changes import DropColumn, SchemaChange
+
+if TYPE_CHECKING:
+    from lake_assets.core.kind import Context
+
+# The kind of record a schema change's commit carries.
+SCHEMA_MARKER = "lake_schema"
+# Where tests kill this process to prove crash safety (LAKE_FAILPOINT=<name>).
+SCHEMA_COMMITTED = "table.schema.committed"
+
+
+def alter_columns(session: Context, stmt: AlterTableColumns) -> Result:
+    catalog, name, change = session.catalog, stmt.name, stmt.change
+    other = catalog.find_relation(name)
+    if other is not None and not isinstance(other, TableEntry):
+        raise LakeError(
+            f"{name} is a {other.LABEL}: only a table's columns change with ALTER TABLE",
+            f"change a {other.LABEL}'s columns through its own statement ({other.CREATE} …)",
+        )
+    entry = recorded_schema(catalog, catalog.get(TableEntry, name))
+    columns = change.apply(name, entry.columns)  # before Spark: bad changes fail without a JVM
+    _check_readers(catalog, entry, change)
+    renamed = change.renamed()
+    record = new_record(
+        SCHEMA_MARKER,
+        columns=[asdict(column) for column in columns],
+        primary_key=[renamed.get(c.lower(), c) for c in entry.primary_key],
+        cluster_by=[renamed.get(c.lower(), c) for c in entry.cluster_by],
+        change=change.describe(),
+    )
+    return session.committing(name, lambda: _commit(session, entry, change, record))
+
+
+def _commit(
+    session: Context, entry: TableEntry, change: SchemaChange, record: dict[str, Any]
+) -> Result:
+    spark, location = session.spark, entry.location
+    ensure_log_intact(entry)  # a schema change is a commit too
+    before = latest_version(spark, location)
+    feature = change.feature()
+    if feature is not None and table_properties(spark, location).get(feature) != (
+        feature.turned_on
+    ):
+        setting = f"{sql_string(feature)} = {sql_string(feature.turned_on)}"
+        spark.sql(f"ALTER TABLE {delta_ref(location)} SET TBLPROPERTIES ({setting})")
+    with committing(spark, record):
+        spark.sql(f"ALTER TABLE {delta_ref(location)} {change.delta_clause()}")
+    failpoints.reached(SCHEMA_COMMITTED)
+    commit = find(spark, location, record, after=before)
+    assert commit is not None  # Delta's ALTER raises when it does not commit
+    updated = _record(session.catalog, entry, record, commit.version)
+    if before == entry.version and entry.row_count is not None:
+        session.catalog.record_table_state(updated, commit.version, entry.row_count)
+    return Result.status(f"table {entry.name}: {change.describe()} (version {commit.version})")
+
+
+def _check_readers(catalog: Catalog, entry: TableEntry, change: SchemaChange) -> None:
+    """Refuse, in one line, to take away a column the table's key, layout or readers name."""
+    if change.feature() is not None:
+        for user in _every_object(catalog):
+            if user.reads_changes(entry.name):
+                raise LakeError(
+                    f"{user.LABEL} {user.name} reads table {entry.name}'s changes, which cannot "
+                    f"be read across this change ({change.describe()})",
+                    f"drop {user.LABEL} {user.name} first (its changes read to the end), and "
+                    "create it again after the change",
+                )
+    gone = {column.lower() for column in change.removes()}
+    if not gone:
+        return
+    verb = "drop" if isinstance(change, DropColumn) else "rename"
+    for what, names in (("primary key", entry.primary_key), ("clustering", entry.cluster_by)):
+        hit = [column for column in names if column.lower() in gone]
+        if hit and isinstance(change, DropColumn):
+            undo = "DROP PRIMARY KEY" if what == "primary key" else "CLUSTER BY (…) without it"
+            raise LakeError(
+                f"column {hit[0]} is in table {entry.name}'s {what}: it cannot be dropped",
+                f"first ALTER TABLE {entry.name} {undo}",
+            )
+
+    def columns_of(relation: str) -> list[str]:
+        return [column.name for column in catalog.stored(relation).columns]
+
+    for user in catalog.users(TableEntry, entry.name):
+        hit = sorted(gone & user.columns_read(entry.name, columns_of))
+        if hit:
+            raise LakeError(
+                f"{user.LABEL} {user.name} reads column {hit[0]} of table {entry.name}: "
+                f"it cannot be {verb}{'ped' if verb == 'drop' else 'd'} under it",
+                f"first change or drop {user.LABEL} {user.name} so that it no longer reads "
+                f"{hit[0]}",
+            )
+
+
+def _every_object(catalog: Catalog) -> Iterator[CatalogObject]:
+    for kind in CatalogObject.KINDS.values():
+        yield from catalog.entries(kind)
+
+
+def recorded_schema(catalog: Catalog, entry: TableEntry) -> TableEntry:
+    """The table as its newest schema change left it: a change committed after the catalog's
+    recorded version (the catalog's record was cut off) is recorded now, read without Spark."""
+    found = _unrecorded_change(entry.location, entry.version)
+    if found is None or (entry.schema_version or -1) >= found[0]:
+        return entry
+    version, record = found
+    return _record(catalog, entry, record, version)
+
+
+def _unrecorded_change(location: str, since: int | None) -> tuple[int, dict[str, Any]] | None:
+    """The newest schema change committed after version `since`, with its record."""
+    if since is None:
+        return None
+    try:
+        versions = log_versions(location) or []
+    except FileNotFoundError:
+        return None
+    for version in versions:  # newest first; each write records its version, so usually none
+        if version <= since:
+            return None
+        for action in log_actions(location, version) or []:
+            info = action.get("commitInfo") or {}
+            record = decode(info.get("userMetadata"), SCHEMA_MARKER)
+            if record is not None:
+                return version, record
+    return None
+
+
+def _record(
+    catalog: Catalog, entry: TableEntry, record: dict[str, Any], version: int
+) -> TableEntry:
+    """The catalog's entry as a schema change's record leaves it."""
+
+    def changed(found: TableEntry) -> TableEntry:
+        return replace(
+            found,
+            columns=tuple(Column(**column) for column in record["columns"]),
+            primary_key=tuple(record["primary_key"]),
+            cluster_by=tuple(record["cluster_by"]),
+            schema_version=version,
+            schema_change=record["change"],
+        )
+
+    return catalog.update(TableEntry, entry.name, changed)

@@ -1,0 +1,122 @@
+"""ALTER TABLE's column changes and TRUNCATE, parsed and applied to a column list without Spark:
+what each leaves, what each refuses in one line, and which type changes widen."""
+
+from __future__ import annotations
+
+import pytest
+from sqlglot import exp
+
+from lake_assets.core.entries import Column
+from lake_assets.core.errors import LakeError
+from lake_assets.kinds import parse_statement
+from lake_assets.sql.statements import Dml
+from lake_assets.tables.grammar import AlterTableColumns
+from lake_assets.tables.schema_changes import (
+    AddColumn,
+    AlterColumnType,
+    DeltaFeature,
+    DropColumn,
+    RenameColumn,
+    widens,
+)
+
+COLUMNS = (Column("id", "INT"), Column("Amount", "DECIMAL(10,2)", "in euros"), Column("n", "INT"))
+
+
+@pytest.mark.parametrize(
+    ("text", "change"),
+    [
+        ("ALTER TABLE t ADD COLUMN c BIGINT COMMENT 'new'", AddColumn("c", "BIGINT", "new")),
+        ("ALTER TABLE t ADD c VARCHAR(8)", AddColumn("c", "VARCHAR(8)")),
+        ("ALTER TABLE t RENAME COLUMN a TO b", RenameColumn("a", "b")),
+        ("ALTER TABLE t DROP COLUMN a", DropColumn("a")),
+        ("ALTER TABLE t ALTER COLUMN a SET DATA TYPE BIGINT", AlterColumnType("a", "BIGINT")),
+        ("ALTER TABLE t ALTER a TYPE NUMERIC(12, 2)", AlterColumnType("a", "DECIMAL(12,2)")),
+    ],
+)
+def test_each_column_change_parses_to_its_change(text: str, change: object):
+    assert parse_statement(text) == AlterTableColumns("t", change)  # type: ignore[arg-type]
+
+
+def test_truncate_is_a_delete_of_every_row():
+    for text in ("TRUNCATE TABLE Sales", "TRUNCATE sales"):
+        statement = parse_statement(text)
+        assert isinstance(statement, Dml)
+        assert (statement.operation, statement.target) == ("DELETE", "sales")
+        assert isinstance(statement.expression, exp.Delete)
+        assert statement.expression.find(exp.Where) is None
+
+
+def test_a_new_column_cannot_be_the_key_as_it_is_added():
+    with pytest.raises(LakeError, match="cannot be the key as it is added"):
+        parse_statement("ALTER TABLE t ADD COLUMN k INT PRIMARY KEY")
+
+
+def test_each_change_leaves_the_columns_in_place():
+    assert AddColumn("note", "STRING").apply("t", COLUMNS)[-1] == Column("note", "STRING")
+    renamed = RenameColumn("amount", "total").apply("t", COLUMNS)
+    assert renamed[1] == Column("total", "DECIMAL(10,2)", "in euros")
+    assert [c.name for c in DropColumn("AMOUNT").apply("t", COLUMNS)] == ["id", "n"]
+    assert AlterColumnType("n", "BIGINT").apply("t", COLUMNS)[2] == Column("n", "BIGINT")
+    # a rename that only changes the case of the name
+    assert RenameColumn("n", "N").apply("t", COLUMNS)[2].name == "N"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (AddColumn("ID", "INT"), "already has a column ID"),
+        (AddColumn("__lake_x", "INT"), "lakehouse's own"),
+        (RenameColumn("nope", "x"), "has no column nope"),
+        (RenameColumn("n", "id"), "already has a column id"),
+        (DropColumn("nope"), "has no column nope"),
+        (AlterColumnType("n", "INT"), "is INT already"),
+        (AlterColumnType("n", "SMALLINT"), "cannot change from INT to SMALLINT"),
+        (AlterColumnType("amount", "DECIMAL(10,3)"), "cannot change from DECIMAL"),
+        (AlterColumnType("n", "STRING"), "only a wider type"),
+    ],
+)
+def test_a_change_the_table_cannot_take_is_refused_in_one_line(change, message: str):
+    with pytest.raises(LakeError, match=message):
+        change.apply("t", COLUMNS)
+
+
+def test_the_only_column_cannot_be_dropped():
+    with pytest.raises(LakeError, match="DROP TABLE t"):
+        DropColumn("id").apply("t", COLUMNS[:1])
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "wider"),
+    [
+        ("TINYINT", "BIGINT", True),
+        ("INT", "BIGINT", True),
+        ("BIGINT", "INT", False),
+        ("INT", "DOUBLE", True),
+        ("FLOAT", "DOUBLE", True),
+        ("DOUBLE", "FLOAT", False),
+        ("BIGINT", "DOUBLE", True),
+        ("DATE", "TIMESTAMP_NTZ", True),
+        ("DATE", "TIMESTAMP", False),
+        ("DECIMAL(10,2)", "DECIMAL(12,2)", True),
+        ("DECIMAL(10,2)", "DECIMAL(12,4)", True),
+        ("DECIMAL(10,2)", "DECIMAL(11,4)", False),  # one digit fewer before the point
+        ("DECIMAL(10,2)", "DECIMAL(10,2)", False),
+        ("STRING", "VARCHAR(8)", False),
+        ("INT", "STRING", False),
+    ],
+)
+def test_only_wider_types_widen(old: str, new: str, wider: bool):
+    assert widens(old, new) is wider
+
+
+def test_renames_and_drops_need_column_mapping_and_type_changes_type_widening():
+    assert AddColumn("c", "INT").feature() is None
+    assert RenameColumn("a", "b").feature() is DeltaFeature.COLUMN_MAPPING
+    assert DropColumn("a").feature() is DeltaFeature.COLUMN_MAPPING
+    assert AlterColumnType("a", "BIGINT").feature() is DeltaFeature.TYPE_WIDENING
+    assert DeltaFeature.COLUMN_MAPPING.turned_on == "name"
+    assert RenameColumn("A", "b").renamed() == {"a": "b"}
+    assert AddColumn("c", "STRING", "it's").delta_clause() == (
+        "ADD COLUMNS (`c` STRING COMMENT 'it\\'s')"
+    )
