@@ -18,6 +18,9 @@ from lake_assets.volumes.grammar import VolumeSource
 
 _LINE = hidden("line")
 _TOKENS = hidden("tokens")
+# The column types a string casts to (a value of one of them is compared to the listed strings).
+_FROM_STRINGS = ("TINYINT", "SMALLINT", "INT", "BIGINT", "DECIMAL", "DOUBLE", "FLOAT", "BOOLEAN",
+                 "DATE", "TIMESTAMP", "BINARY")  # fmt: skip
 # Reader options that do not apply to one record's text, parsed again with from_csv or from_json.
 _READER_ONLY = {"encoding", "charset", "header", "multiline", "mode", "columnnameofcorruptrecord"}
 
@@ -70,5 +73,7 @@ def _listed(column: Column, null_if: tuple[str, ...]) -> SparkColumn:
     string that is a value of that type (NULL_IF = ('0') in an INT column: 0, written 0 or 00)."""
     if column.type == "STRING":
         return F.coalesce(_value(column).isin(*null_if), F.lit(False))
+    if not column.type.startswith(_FROM_STRINGS):  # an ARRAY, MAP, STRUCT…: no string casts to it
+        return F.lit(False)
     listed = [F.lit(text).try_cast(column.type) for text in null_if]
     return F.coalesce(_value(column).isin(*listed), F.lit(False))
