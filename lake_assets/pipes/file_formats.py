@@ -12,7 +12,8 @@ from lake_assets.volumes.grammar import VolumeSource
 
 SKIP_HEADER = "skip_header"
 # A Snowflake format token: its Spark datetime pattern, and Python's strptime directive (with
-# which a rejected record's diagnosis checks a value). Longest first: HH24 before HH.
+# which a rejected record's diagnosis checks a value). A token comes before those it begins with:
+# HH24 before HH, YYYY before YY.
 _TOKENS = {
     "TZH:TZM": ("XXX", "%z"),
     "TZHTZM": ("XX", "%z"),
@@ -35,7 +36,8 @@ _TOKENS = {
 TOKENS_USAGE = "YYYY YY MM MON DD HH24 HH12 HH MI SS FF FF1…FF9 AM PM TZH:TZM TZHTZM TZH"
 # Characters that stand for themselves in a format; other text goes in double quotes ("T").
 _LITERALS = set(" -/:.,_;")
-_WORD = re.compile(r"[A-Za-z0-9:]+")
+_WORD = re.compile(r"[A-Za-z0-9]+")
+_LINES = re.compile(r"[0-9]+")
 # Snowflake's ENCODING names, without dashes or underscores (UTF8 and UTF-8 alike), and the Java
 # charset of each.
 _ENCODINGS = {
@@ -51,8 +53,9 @@ _ENCODINGS = {
     "KOI8R": "KOI8-R",
     "SHIFTJIS": "Shift_JIS",
 }
-ENCODINGS_USAGE = "use UTF8, LATIN1, ISO-8859-1…9, WINDOWS-1250…1255, UTF-16/32[BE|LE], BIG5, " + (
-    "EUC-JP, EUC-KR, GB18030, KOI8-R, SHIFT_JIS"
+ENCODINGS_USAGE = (
+    "use UTF8, LATIN1, ISO-8859-1…9, WINDOWS-1250…1255, UTF-16/32[BE|LE], BIG5, EUC-JP, EUC-KR, "
+    "GB18030, KOI8-R, SHIFT_JIS"
 )
 
 
@@ -71,7 +74,7 @@ def datetime_format(option: str, text: str) -> DatetimeFormat | None:
     which leaves Spark's ISO forms."""
     if text.strip().upper() == "AUTO":
         return None
-    if not text:
+    if not text.strip():
         raise LakeError(f"{option} is empty", f"write 'AUTO', or a format of {TOKENS_USAGE}")
     spark, python = [], []
     position = 0
@@ -123,7 +126,7 @@ def _bare(name: str) -> str:
 def skip_header(options: dict[str, str]) -> int:
     """OPTIONS('skip_header' = 'n'): the lines at the top of each CSV file that are no records."""
     text = options.get(SKIP_HEADER, "0").strip()
-    if not text.isdigit():
+    if not _LINES.fullmatch(text):
         raise LakeError(
             f"OPTIONS('skip_header' = '{text}') is not a number of lines",
             "write OPTIONS('skip_header' = 'n') with n a whole number, 0 or more",
