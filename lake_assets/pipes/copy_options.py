@@ -151,13 +151,11 @@ def check_matching(source: VolumeSource, match: ColumnMatch) -> None:
             "MATCH_BY_COLUMN_NAME takes the columns from the files; the COPY also lists them",
             "drop the column list after FROM VOLUME v, or MATCH_BY_COLUMN_NAME",
         )
-    # JSON and Parquet are matched by name as Spark reads them: JSON exactly, Parquet in any case.
-    fixed = {"JSON": ColumnMatch.CASE_SENSITIVE, "PARQUET": ColumnMatch.CASE_INSENSITIVE}
-    if source.file_format in fixed and match != fixed[source.file_format]:
-        kept = fixed[source.file_format]
+    # Parquet files are matched by name as Spark reads them: in any case.
+    if source.file_format == "PARQUET" and match != ColumnMatch.CASE_INSENSITIVE:
         raise LakeError(
-            f"{source.file_format} files are matched to the table's columns {kept.describe()}",
-            f"write MATCH_BY_COLUMN_NAME = {kept.value}",
+            "PARQUET files are matched to the table's columns in any case",
+            "write MATCH_BY_COLUMN_NAME = CASE_INSENSITIVE",
         )
     header = source.options.get("header", "false").lower() == "true"
     if source.file_format == "CSV" and not header:

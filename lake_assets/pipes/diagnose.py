@@ -6,11 +6,13 @@ from __future__ import annotations
 import csv
 import json
 import re
+from collections.abc import Callable
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 
 from lake_assets.core.entries import Column
 from lake_assets.core.spark_errors import translate_spark_error
+from lake_assets.pipes.file_formats import DatetimeFormat, FormatOptions, formats_of
 from lake_assets.volumes.files import format_options
 from lake_assets.volumes.grammar import VolumeSource
 
@@ -40,8 +42,11 @@ _REACH_FAULTS = (
 )
 
 
-def _fits(value: str, column_type: str) -> bool:
+def _fits(value: str, column_type: str, formats: FormatOptions) -> bool:
+    """Whether Spark reads the value as the column's type (or NULL_IF lists it)."""
     kind = column_type.split("(")[0]
+    if value in formats.null_if:
+        return True
     try:
         if kind in _INTEGER_BITS:
             half = 2 ** (_INTEGER_BITS[kind] - 1)
@@ -56,14 +61,24 @@ def _fits(value: str, column_type: str) -> bool:
         elif kind == "BOOLEAN":
             return value.lower() in ("true", "false")
         elif kind == "DATE":
-            date.fromisoformat(value)
+            _as_datetime(value, formats.date_format, date.fromisoformat)
         elif kind.startswith("TIMESTAMP"):
-            datetime.fromisoformat(value)
+            _as_datetime(value, formats.timestamp_format, datetime.fromisoformat)
         elif kind in ("VARCHAR", "CHAR"):
             return len(value) <= int(column_type.split("(")[1].rstrip(")"))
     except (ValueError, InvalidOperation):
         return False
     return True
+
+
+def _as_datetime(
+    value: str, form: DatetimeFormat | None, iso: Callable[[str], date | datetime]
+) -> None:
+    """Raise ValueError unless the value is in the format (ISO without one)."""
+    if form is None:
+        iso(value)
+    else:
+        datetime.strptime(value, form.python)
 
 
 def first_problem(source: VolumeSource, columns: tuple[Column, ...], record: str | None) -> str:
@@ -80,9 +95,9 @@ def record_problem(
     if source.file_format == "PARQUET":
         return None, record or "the file does not fit the table"
     if source.file_format == "JSON":
-        return _json_problem(columns, record or "", shown)
+        return _json_problem(columns, record or "", shown, formats_of(source))
     options = format_options(source.file_format, source.options)
-    column, problem = _csv_problem(options, columns, record or "", shown)
+    column, problem = _csv_problem(options, columns, record or "", shown, formats_of(source))
     # Without multiLine, a line break inside a quoted value ends the row there: a quote is left
     # open in the row, or in the one the line break starts.
     unescaped = (record or "").replace(f'{options["escape"]}"', "")
@@ -93,7 +108,9 @@ def record_problem(
     return column, problem
 
 
-def _json_problem(columns: tuple[Column, ...], record: str, shown: str) -> tuple[str | None, str]:
+def _json_problem(
+    columns: tuple[Column, ...], record: str, shown: str, formats: FormatOptions
+) -> tuple[str | None, str]:
     try:
         values = json.loads(record)
     except ValueError:
@@ -102,7 +119,7 @@ def _json_problem(columns: tuple[Column, ...], record: str, shown: str) -> tuple
         found = {key.lower(): value for key, value in values.items()}
         for column in columns:
             value = found.get(column.name.lower())
-            if isinstance(value, (str, int, float)) and not _fits(str(value), column.type):
+            if isinstance(value, (str, int, float)) and not _fits(str(value), column.type, formats):
                 return (
                     column.name,
                     f"column {column.name}: {json.dumps(value)[:60]} is not a valid {column.type}",
@@ -111,7 +128,11 @@ def _json_problem(columns: tuple[Column, ...], record: str, shown: str) -> tuple
 
 
 def _csv_problem(
-    options: dict[str, str], columns: tuple[Column, ...], record: str, shown: str
+    options: dict[str, str],
+    columns: tuple[Column, ...],
+    record: str,
+    shown: str,
+    formats: FormatOptions,
 ) -> tuple[str | None, str]:
     """The row split as Spark splits it (its separator and escape), so the count is Spark's."""
     separator = options.get("sep") or options.get("delimiter") or ","
@@ -124,7 +145,7 @@ def _csv_problem(
             f"the row has {len(fields)} fields but the table has {len(columns)} columns: {shown}"
         )
     for column, value in zip(columns, fields, strict=True):
-        if value and not _fits(value, column.type):
+        if value and not _fits(value, column.type, formats):
             return column.name, f"column {column.name}: '{value[:60]}' is not a valid {column.type}"
     return None, f"malformed CSV row: {shown}"
 

@@ -1,5 +1,6 @@
 """MATCH_BY_COLUMN_NAME for CSV: each file read with the columns its header names, in its order,
-so that files whose columns come in another order, or with one more, load by name."""
+so that files whose columns come in another order, or with one more, load by name; for JSON in
+any case, each file read with its keys as it spells them."""
 
 from __future__ import annotations
 
@@ -24,14 +25,26 @@ def read_layouts(
     paths: list[str],
     match: ColumnMatch,
 ) -> Layouts | None:
-    """Each CSV file's columns as its header names them (a Spark job of one line per file); None
-    when files are read by place, or by name already (JSON and Parquet)."""
+    """Each CSV file's columns as its header names them (a Spark job of one line per file), or
+    each JSON file's keys matched in any case (a Spark job reading the file's keys); None when
+    files are read by place, or by name already (JSON by exact names, Parquet)."""
+    reader = file_reader(spark, source, store)
+    if source.file_format == "JSON" and match == ColumnMatch.CASE_INSENSITIVE:
+        return {path: as_spelt(load_files(reader, [path]).columns, columns) for path in paths}
     if match == ColumnMatch.NONE or source.file_format != "CSV":
         return None
-    reader = file_reader(spark, source, store)
     return {
         path: in_file_order(load_files(reader, [path]).columns, columns, match) for path in paths
     }
+
+
+def as_spelt(keys: list[str], columns: tuple[Column, ...]) -> tuple[Column, ...]:
+    """The table's columns named as the file's keys spell them (the first key of each in any
+    case; a column no key names keeps its name, and reads NULL)."""
+    spelt: dict[str, str] = {}
+    for key in keys:
+        spelt.setdefault(key.lower(), key)
+    return tuple(Column(spelt.get(c.name.lower(), c.name), c.type) for c in columns)
 
 
 def in_file_order(

@@ -28,7 +28,8 @@ from lake_assets.core.log_check import ensure_log_intact
 from lake_assets.core.writes import record_commit_state
 from lake_assets.pipes.copy_options import SKIP_FILE, ColumnMatch, ErrorMode, OnError
 from lake_assets.pipes.diagnose import unreadable
-from lake_assets.pipes.headers import read_layouts
+from lake_assets.pipes.file_formats import formats_of
+from lake_assets.pipes.headers import Layouts, read_layouts
 from lake_assets.pipes.load_records import (
     LOAD_MARKER,
     LoadRecord,
@@ -148,7 +149,8 @@ def load(
 
     One pass when every file reads and every record fits (the usual case); otherwise the batch
     is sorted out (`sorting_out`) by `on_error`: bad files fail alone, or lose only their bad
-    records, and the rest still loads."""
+    records, and the rest still loads. Format options Spark's strict reader cannot take
+    (skip_header, NULL_IF) read leniently at once."""
     if not files:
         return LoadOutcome(table.name, None, [], [])
     columns = target_columns(table, source)
@@ -156,35 +158,50 @@ def load(
     now = now_utc()
     batch = _Batch(table, columns, now, pipe, fence)
     layouts = read_layouts(spark, source, store, columns, list(local), match)
+    error: Exception | None = None
     try:
-        rows = parse_files(spark, source, store, columns, list(local), strict=True, layouts=layouts)
-        counts = rows_per_file(spark, source, store, columns, list(local))
-        good = {path: (info, counts.get(path, 0), 0) for path, info in local.items()}
-        version = batch.commit(spark, catalog, rows, good, {})
-        return batch.recorded(catalog, good, {}, [], version)
-    except Exception as error:  # a bad file aborts the write before its commit
-        if not is_malformed(error) and unreadable(error) is None:
+        if not formats_of(source).reads_leniently:
+            return _load_strictly(spark, catalog, batch, source, store, local, layouts)
+    except Exception as failure:  # a bad file aborts the write before its commit
+        if not is_malformed(failure) and unreadable(failure) is None:
             raise
-        with sorting_out(
-            spark, source, store, columns, list(local), error, on_error, layouts
-        ) as out:
-            if out.problems and on_error.mode == ErrorMode.ABORT_STATEMENT:
-                raise _aborted(table.name, local, out.problems) from None
-            failed = [
-                file_record(local.pop(path), now, LoadStatus.LOAD_FAILED, 0, problem, pipe, None)
-                for path, problem in out.problems.items()
-            ]
-            good = {
-                path: (info, out.counts.get(path, 0), out.rejected.get(path, (0, []))[0])
-                for path, info in local.items()
-            }
-            rejected = {
-                local[path].url: kept for path, (_, kept) in out.rejected.items() if path in local
-            }
-            version = None
-            if good and out.rows is not None:
-                version = batch.commit(spark, catalog, out.rows, good, rejected)
-            return batch.recorded(catalog, good, rejected, failed, version)
+        error = failure
+    with sorting_out(spark, source, store, columns, list(local), error, on_error, layouts) as out:
+        if out.problems and on_error.mode == ErrorMode.ABORT_STATEMENT:
+            raise _aborted(table.name, local, out.problems) from None
+        failed = [
+            file_record(local.pop(path), now, LoadStatus.LOAD_FAILED, 0, problem, pipe, None)
+            for path, problem in out.problems.items()
+        ]
+        good = {
+            path: (info, out.counts.get(path, 0), out.rejected.get(path, (0, []))[0])
+            for path, info in local.items()
+        }
+        rejected = {
+            local[path].url: kept for path, (_, kept) in out.rejected.items() if path in local
+        }
+        version = None
+        if good and out.rows is not None:
+            version = batch.commit(spark, catalog, out.rows, good, rejected)
+        return batch.recorded(catalog, good, rejected, failed, version)
+
+
+def _load_strictly(
+    spark: SparkSession,
+    catalog: Catalog,
+    batch: _Batch,
+    source: VolumeSource,
+    store: VolumeStore,
+    local: dict[str, FileInfo],
+    layouts: Layouts | None,
+) -> LoadOutcome:
+    """The one pass of a batch whose every file reads and every record fits."""
+    columns = batch.columns
+    rows = parse_files(spark, source, store, columns, list(local), strict=True, layouts=layouts)
+    counts = rows_per_file(spark, source, store, columns, list(local))
+    good = {path: (info, counts.get(path, 0), 0) for path, info in local.items()}
+    version = batch.commit(spark, catalog, rows, good, {})
+    return batch.recorded(catalog, good, {}, [], version)
 
 
 def _aborted(table: str, local: dict[str, FileInfo], problems: dict[str, str]) -> LakeError:

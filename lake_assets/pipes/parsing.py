@@ -19,6 +19,8 @@ from lake_assets.core.entries import Column
 from lake_assets.core.names import hidden
 from lake_assets.pipes.copy_options import OnError
 from lake_assets.pipes.diagnose import first_problem, record_problem, unreadable
+from lake_assets.pipes.file_formats import formats_of
+from lake_assets.pipes.format_reading import nulls_applied, skipped
 from lake_assets.pipes.headers import Layouts
 from lake_assets.volumes.files import column_ddl, file_reader, load_files
 from lake_assets.volumes.grammar import VolumeSource
@@ -87,17 +89,23 @@ def parse_files(
         .schema(f"{column_ddl(as_read(columns))}, `{_CORRUPT}` STRING")
     )
     frame = load_files(lenient_reader, paths)
-    return frame.withColumn(_FILE, F.col("_metadata.file_path")).withColumn(
+    formats = formats_of(source)
+    frame = frame.withColumn(_FILE, F.col("_metadata.file_path")).withColumn(
         _ID, F.monotonically_increasing_id()
     )
+    frame = skipped(frame, formats.skip_header, _FILE, _ID)
+    return nulls_applied(frame, source, as_read(columns), formats.null_if, _CORRUPT)
 
 
 def _given(frame: DataFrame, columns: tuple[Column, ...]) -> DataFrame:
-    """A file's rows in `columns` (NULL where the file lacks one), and the read's own marks."""
-    present = set(frame.columns)
+    """A file's rows in `columns` (NULL where the file lacks one), and the read's own marks; a
+    JSON file's keys are read as the file spells them, matched in any case."""
+    present = {name.lower(): name for name in frame.columns}
     return frame.select(
         *[
-            F.col(f"`{c.name}`") if c.name in present else F.lit(None).cast(c.type).alias(c.name)
+            F.col(f"`{present[c.name.lower()]}`").alias(c.name)
+            if c.name.lower() in present
+            else F.lit(None).cast(c.type).alias(c.name)
             for c in as_read(columns)
         ],
         *[F.col(mark) for mark in (_CORRUPT, _FILE, _ID) if mark in present],
@@ -121,8 +129,9 @@ def rows_per_file(
 
 @dataclass(frozen=True)
 class Rejected:
-    """A record a load rejected: its number in the file (the header not counted), the column that
-    did not fit (None: the record as a whole), why, and the record as read (None for Parquet)."""
+    """A record a load rejected: its number in the file (a header not counted, the lines
+    skip_header skips counted), the column that did not fit (None: the record as a whole), why,
+    and the record as read (None for Parquet)."""
 
     row_number: int
     column_name: str | None
@@ -188,12 +197,13 @@ def _rejected_records(
     uris: list[str],
     layouts: Layouts | None,
 ) -> list[tuple[str, Rejected]]:
-    """The first REJECTED_KEPT bad records of each file, numbered by their place in the file:
-    a file's records keep their order in their read's ids."""
+    """The first REJECTED_KEPT bad records of each file, numbered by their place in the file
+    (the lines skip_header skips counted): a file's records keep their order in their read's
+    ids."""
     in_file = Window.partitionBy(_FILE).orderBy(_ID)
     numbered = (
         frame.filter(F.col(_FILE).isin(uris))
-        .withColumn("row_number", F.row_number().over(in_file))
+        .withColumn("row_number", F.row_number().over(in_file) + formats_of(source).skip_header)
         .filter(F.col(_CORRUPT).isNotNull())
         .withColumn("kept", F.row_number().over(in_file))
         .filter(F.col("kept") <= REJECTED_KEPT)
@@ -311,8 +321,9 @@ def first_records(
     frame = parse_files(spark, source, store, columns, paths, strict=False, layouts=layouts)
     in_file = Window.partitionBy(_FILE).orderBy(_ID)
     values = F.struct(*_table_values(table, columns)).alias("values")
+    skipped = formats_of(source).skip_header
     first = (
-        frame.withColumn("row_number", F.row_number().over(in_file))
+        frame.withColumn("row_number", F.row_number().over(in_file) + skipped)
         .select(_FILE, "row_number", _CORRUPT, values)
         .orderBy(_FILE, "row_number")
         .limit(count)

@@ -190,11 +190,6 @@ def test_each_error_mode_on_a_file_with_one_bad_record(
             "drop the column list after FROM VOLUME v, or MATCH_BY_COLUMN_NAME",
         ),
         (
-            "USING JSON MATCH_BY_COLUMN_NAME = CASE_INSENSITIVE",
-            "JSON files are matched to the table's columns by their exact names — write "
-            "MATCH_BY_COLUMN_NAME = CASE_SENSITIVE",
-        ),
-        (
             "USING PARQUET MATCH_BY_COLUMN_NAME = CASE_SENSITIVE",
             "PARQUET files are matched to the table's columns in any case — write "
             "MATCH_BY_COLUMN_NAME = CASE_INSENSITIVE",
