@@ -26,6 +26,7 @@ from lake_assets.pipes.loading import LoadOutcome, load, reconcile, target_colum
 from lake_assets.pipes.planning import LoadPlan, loaded_files, plan_files, skip_changed
 from lake_assets.pipes.validation import validate
 from lake_assets.sql.statements import DescribeObject, DropObject
+from lake_assets.tables.columns import recorded_schema
 from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes.entry import VolumeEntry
 from lake_assets.volumes.files import in_scope, named_files, source_files, store_of
@@ -56,7 +57,7 @@ def ingest(
     """Load every pending file of the COPY's volume (or of `paths`, named by S3 events) once,
     and record the loaded files that changed since and are skipped; with PURGE, delete the
     loaded ones."""
-    table = catalog.get(TableEntry, copy.table)
+    table = recorded_schema(catalog, catalog.get(TableEntry, copy.table))
     volume = catalog.get(VolumeEntry, copy.source.volume)
     store = store_of(catalog, settings, volume)
     fence = reconcile(spark, catalog, table)

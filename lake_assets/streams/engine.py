@@ -30,6 +30,7 @@ from lake_assets.streams.grammar import (
     Position,
 )
 from lake_assets.streams.sources import ChangeSource, change_source, find_source, source_type
+from lake_assets.tables.schema_changes import DeltaFeature
 
 if TYPE_CHECKING:
     from lake_assets.core.kind import Context
@@ -60,6 +61,13 @@ def create_stream(session: Context, stmt: CreateStream) -> Result:
         return taken
     source = _source(session, stmt)
     spark = session.spark
+    if stmt.mode is StreamMode.STANDARD and _mapped(spark, source.location):
+        raise LakeError(
+            f"{source.label} {source.name} has had columns renamed or dropped: Delta's reader of "
+            "net changes by row cannot read a table whose columns it maps",
+            "create it WITH PROPERTIES ('TABLE_STREAM_MODE' = 'APPEND_ONLY') (its inserted rows), "
+            f"or read {source.name} with a dynamic table",
+        )
     commits = history(spark, source.location)
     offset = _version_at(stmt.at, commits, source.name)
     wanted = _tracking(stmt.mode, stmt.show_initial_rows)
@@ -109,6 +117,11 @@ def _source(session: Context, stmt: CreateStream) -> ChangeSource:
             else "create streams on tables, dynamic tables and volumes",
         )
     return change_source(found)
+
+
+def _mapped(spark: SparkSession, location: str) -> bool:
+    """Whether Delta maps the table's columns to other names in its files (column mapping)."""
+    return table_properties(spark, location).get(DeltaFeature.COLUMN_MAPPING, "none") != "none"
 
 
 def _tracking(mode: StreamMode, initial: bool) -> list[str]:

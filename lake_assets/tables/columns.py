@@ -20,7 +20,7 @@ from lake_assets.core.delta import (
     sql_string,
     table_properties,
 )
-from lake_assets.core.entries import CatalogObject, Column
+from lake_assets.core.entries import CatalogObject, Column, StoredRelation
 from lake_assets.core.errors import LakeError
 from lake_assets.core.log_check import ensure_log_intact
 from lake_assets.core.results import Result
@@ -83,7 +83,12 @@ def _commit(
 
 
 def _check_readers(catalog: Catalog, entry: TableEntry, change: SchemaChange) -> None:
-    """Refuse, in one line, to take away a column the table's key, layout or readers name."""
+    """Refuse, in one line, to take away a column the table's key, layout or readers name, or
+    to change its columns under a reader of its changes."""
+    gone = {column.lower() for column in change.removes()}
+    if gone:
+        _check_layout(entry, gone, change)
+        _check_column_readers(catalog, entry, gone, change)
     if change.feature() is not None:
         for user in _every_object(catalog):
             if user.reads_changes(entry.name):
@@ -93,28 +98,36 @@ def _check_readers(catalog: Catalog, entry: TableEntry, change: SchemaChange) ->
                     f"drop {user.LABEL} {user.name} first (its changes read to the end), and "
                     "create it again after the change",
                 )
-    gone = {column.lower() for column in change.removes()}
-    if not gone:
+
+
+def _check_layout(entry: TableEntry, gone: set[str], change: SchemaChange) -> None:
+    """A key or clustering column is renamed with them, never dropped from under them."""
+    if not isinstance(change, DropColumn):
         return
-    verb = "drop" if isinstance(change, DropColumn) else "rename"
     for what, names in (("primary key", entry.primary_key), ("clustering", entry.cluster_by)):
         hit = [column for column in names if column.lower() in gone]
-        if hit and isinstance(change, DropColumn):
+        if hit:
             undo = "DROP PRIMARY KEY" if what == "primary key" else "CLUSTER BY (…) without it"
             raise LakeError(
                 f"column {hit[0]} is in table {entry.name}'s {what}: it cannot be dropped",
                 f"first ALTER TABLE {entry.name} {undo}",
             )
 
-    def columns_of(relation: str) -> list[str]:
-        return [column.name for column in catalog.stored(relation).columns]
 
+def _check_column_readers(
+    catalog: Catalog, entry: TableEntry, gone: set[str], change: SchemaChange
+) -> None:
+    def columns_of(relation: str) -> list[str]:
+        found = catalog.find_relation(relation)
+        return [c.name for c in found.columns] if isinstance(found, StoredRelation) else []
+
+    done = "dropped" if isinstance(change, DropColumn) else "renamed"
     for user in catalog.users(TableEntry, entry.name):
         hit = sorted(gone & user.columns_read(entry.name, columns_of))
         if hit:
             raise LakeError(
                 f"{user.LABEL} {user.name} reads column {hit[0]} of table {entry.name}: "
-                f"it cannot be {verb}{'ped' if verb == 'drop' else 'd'} under it",
+                f"it cannot be {done} under it",
                 f"first change or drop {user.LABEL} {user.name} so that it no longer reads "
                 f"{hit[0]}",
             )

@@ -1,15 +1,25 @@
 """ALTER TABLE's column changes and TRUNCATE, parsed and applied to a column list without Spark:
-what each leaves, what each refuses in one line, and which type changes widen."""
+what each leaves, what each refuses in one line (a key, an export or a stream in the way too),
+and which type changes widen."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from pyspark.sql import SparkSession
 from sqlglot import exp
 
+from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
+from lake_assets.core.settings import LakeSettings
+from lake_assets.exports.entry import ExportEntry
 from lake_assets.kinds import parse_statement
+from lake_assets.session import LakeSession
 from lake_assets.sql.statements import Dml
+from lake_assets.streams.entry import StreamEntry, StreamMode
+from lake_assets.tables.entry import TableEntry
 from lake_assets.tables.grammar import AlterTableColumns
 from lake_assets.tables.schema_changes import (
     AddColumn,
@@ -19,6 +29,7 @@ from lake_assets.tables.schema_changes import (
     RenameColumn,
     widens,
 )
+from tests.ingest_helpers import refused
 
 COLUMNS = (Column("id", "INT"), Column("Amount", "DECIMAL(10,2)", "in euros"), Column("n", "INT"))
 
@@ -119,4 +130,38 @@ def test_renames_and_drops_need_column_mapping_and_type_changes_type_widening():
     assert RenameColumn("A", "b").renamed() == {"a": "b"}
     assert AddColumn("c", "STRING", "it's").delta_clause() == (
         "ADD COLUMNS (`c` STRING COMMENT 'it\\'s')"
+    )
+
+
+def no_spark() -> SparkSession:
+    raise AssertionError("a refused change must not start Spark")
+
+
+@pytest.fixture
+def catalog_only(tmp_path: Path) -> LakeSession:
+    """Table t keyed by id, with a changelog export (leading with the key) and a stream."""
+    settings = LakeSettings(lake_home=tmp_path)
+    lake = LakeSession(Catalog(settings.catalog_path), settings, no_spark)
+    lake.catalog.add(TableEntry("t", "/w/t-1", COLUMNS, primary_key=("id",)))
+    lake.catalog.add(ExportEntry("e", source="t", key=("id",), to_volume="v"))
+    lake.catalog.add(StreamEntry("s", "t", "table", "/w/t-1", StreamMode.STANDARD, False, 0))
+    return lake
+
+
+def test_readers_of_a_column_or_of_the_changes_refuse_the_change_before_spark(
+    catalog_only: LakeSession,
+):
+    assert refused(catalog_only, "ALTER TABLE t RENAME COLUMN id TO ident") == (
+        "changelog export e reads column id of table t: it cannot be renamed under it — first "
+        "change or drop changelog export e so that it no longer reads id"
+    )
+    assert refused(catalog_only, "ALTER TABLE t DROP COLUMN id").startswith(
+        "column id is in table t's primary key"
+    )
+    assert refused(catalog_only, "ALTER TABLE t ALTER COLUMN n TYPE BIGINT").startswith(
+        "stream s reads table t's changes, which cannot be read across this change (changed "
+        "column n to BIGINT) — drop stream s first"
+    )
+    assert refused(catalog_only, "ALTER TABLE s ADD COLUMN x INT").startswith(
+        "s is a stream: only a table's columns change with ALTER TABLE"
     )

@@ -44,6 +44,7 @@ from lake_assets.pipes.kafka.grammar import KafkaSource
 from lake_assets.pipes.kafka.ledger import KAFKA_MARKER, BadMessage, BatchState, KafkaBatch
 from lake_assets.pipes.kafka.reading import bounded_ranges, read_ranges
 from lake_assets.sql.statements import Dml, Query
+from lake_assets.tables.columns import recorded_schema
 from lake_assets.tables.entry import TableEntry
 from resources.kafka import KafkaAdmin, Topic, isolation, resolved
 
@@ -262,7 +263,7 @@ def _bad_messages(
     """The messages the SELECT fails on, cast to the table's columns as INSERT casts them."""
     spark = session.spark
     select = session.bind(Query(copy.query.expression)).sql
-    columns = session.catalog.get(TableEntry, copy.table).columns
+    columns = recorded_schema(session.catalog, session.catalog.get(TableEntry, copy.table)).columns
 
     def evaluate(part: DataFrame) -> None:
         part.createOrReplaceTempView(copy.placeholder)
