@@ -7,7 +7,8 @@ twice. Concurrent loaders are fenced by Delta's idempotent writes (txnAppId/txnV
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -28,6 +29,7 @@ from lake_assets.core.log_check import ensure_log_intact
 from lake_assets.core.writes import record_commit_state
 from lake_assets.pipes.copy_options import SKIP_FILE, ColumnMatch, ErrorMode, OnError
 from lake_assets.pipes.diagnose import unreadable
+from lake_assets.pipes.evolution import Evolution, plan_evolution
 from lake_assets.pipes.file_formats import formats_of
 from lake_assets.pipes.headers import Layouts, read_layouts
 from lake_assets.pipes.load_records import (
@@ -48,6 +50,7 @@ from lake_assets.pipes.parsing import (
     sorting_out,
 )
 from lake_assets.pipes.planning import CHANGED_SINCE_LOADED
+from lake_assets.tables.columns import record_schema, schema_record
 from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes.grammar import VolumeSource
 from resources.storage import FileInfo, VolumeStore
@@ -153,10 +156,12 @@ def load(
     (skip_header, NULL_IF) read leniently at once."""
     if not files:
         return LoadOutcome(table.name, None, [], [])
-    columns = target_columns(table, source)
     local = {store.spark_path(info.relative_path): info for info in files}
+    columns = target_columns(table, source)
+    evolution = plan_evolution(spark, table, source, store, list(local), columns)
+    source, columns = evolution.source(source), evolution.read_columns(columns)
     now = now_utc()
-    batch = _Batch(table, columns, now, pipe, fence)
+    batch = _Batch(table, columns, now, pipe, fence, evolution)
     layouts = read_layouts(spark, source, store, columns, list(local), match)
     error: Exception | None = None
     try:
@@ -228,6 +233,7 @@ class _Batch:
     now: str
     pipe: str | None
     fence: int
+    evolution: Evolution = field(default_factory=Evolution)
 
     def commit(
         self,
@@ -241,7 +247,7 @@ class _Batch:
         commit; return its version. Fenced by the load records up to the batch's fence, which
         `reconcile` put in the index: a load that committed after them, whatever else committed
         too, makes Delta drop this write."""
-        table = self.table
+        table, evolution = self.table, self.evolution
         kept = [
             [url, r.row_number, r.column_name, r.error, r.raw_record]
             for url, rows in rejected.items()
@@ -255,15 +261,19 @@ class _Batch:
                 [i.url, i.size, i.last_modified.isoformat(), n, bad] for i, n, bad in good.values()
             ],
             **({"rejected": kept} if kept else {}),
+            **({"schema": self._schema()} if evolution.added else {}),
         )
         before = catalog.get(TableEntry, table.name)
         app = f"lake-load-{table.name}"
         fence, _ = fence_at(spark, table.location, app, LOAD_MARKER, self.fence)
-        frame = as_table_rows(rows, table.columns, self.columns)
+        written = evolution.written(self.columns)
+        frame = as_table_rows(evolution.rows(rows), self._table_columns(), written)
+        # New columns join the table in this commit (Delta's schema merge on append).
+        merge = {"mergeSchema": "true"} if evolution.added else {}
 
         def write() -> None:
             failpoints.reached(BEFORE_COMMIT)
-            options = writer_options(record, fence)
+            options = {**writer_options(record, fence), **merge}
             frame.write.format("delta").mode("append").options(**options).save(table.location)
             failpoints.reached(AFTER_COMMIT)
 
@@ -275,7 +285,20 @@ class _Batch:
             )
         inserted = sum(count for _, count, _ in good.values())
         record_commit_state(spark, catalog, before, commit.version, (inserted, 0, 0))
+        if evolution.added:
+            record_schema(catalog, before, record["schema"], commit.version)
         return commit.version
+
+    def _table_columns(self) -> tuple[Column, ...]:
+        return self.evolution.table_columns(self.table.columns)
+
+    def _schema(self) -> dict[str, Any]:
+        """The schema record of a load that adds columns (see tables.columns)."""
+        table = self.table
+        columns = self._table_columns()
+        return schema_record(
+            columns, table.primary_key, table.cluster_by, self.evolution.describe()
+        )
 
     def recorded(
         self,

@@ -5,13 +5,14 @@ next reads the table's schema through `recorded_schema` records them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
 from lake_assets.core import failpoints
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.commits import committing, decode, find, new_record
+from lake_assets.core.commits import committing, find, new_record
 from lake_assets.core.delta import (
     delta_ref,
     latest_version,
@@ -49,14 +50,27 @@ def alter_columns(session: Context, stmt: AlterTableColumns) -> Result:
     columns = change.apply(name, entry.columns)  # before Spark: bad changes fail without a JVM
     _check_readers(catalog, entry, change)
     renamed = change.renamed()
-    record = new_record(
-        SCHEMA_MARKER,
-        columns=[asdict(column) for column in columns],
-        primary_key=[renamed.get(c.lower(), c) for c in entry.primary_key],
-        cluster_by=[renamed.get(c.lower(), c) for c in entry.cluster_by],
-        change=change.describe(),
+    schema = schema_record(
+        columns,
+        tuple(renamed.get(c.lower(), c) for c in entry.primary_key),
+        tuple(renamed.get(c.lower(), c) for c in entry.cluster_by),
+        change.describe(),
     )
+    record = new_record(SCHEMA_MARKER, schema=schema)
     return session.committing(name, lambda: _commit(session, entry, change, record))
+
+
+def schema_record(
+    columns: Sequence[Column], key: Sequence[str], cluster_by: Sequence[str], change: str
+) -> dict[str, Any]:
+    """What a commit that changes a table's columns carries in its record, under "schema": the
+    columns it leaves (and the key and layout, renamed with them), and the change in words."""
+    return {
+        "columns": [asdict(column) for column in columns],
+        "primary_key": list(key),
+        "cluster_by": list(cluster_by),
+        "change": change,
+    }
 
 
 def _commit(
@@ -76,7 +90,7 @@ def _commit(
     failpoints.reached(SCHEMA_COMMITTED)
     commit = find(spark, location, record, after=before)
     assert commit is not None  # Delta's ALTER raises when it does not commit
-    updated = _record(session.catalog, entry, record, commit.version)
+    updated = record_schema(session.catalog, entry, record["schema"], commit.version)
     if before == entry.version and entry.row_count is not None:
         session.catalog.record_table_state(updated, commit.version, entry.row_count)
     return Result.status(f"table {entry.name}: {change.describe()} (version {commit.version})")
@@ -101,7 +115,14 @@ def _check_readers(catalog: Catalog, entry: TableEntry, change: SchemaChange) ->
 
 
 def _check_layout(entry: TableEntry, gone: set[str], change: SchemaChange) -> None:
-    """A key or clustering column is renamed with them, never dropped from under them."""
+    """A key or clustering column is renamed with them, never dropped from under them; the
+    rescued-data column stays what its property names."""
+    rescued = entry.rescued_data_column
+    if rescued is not None and rescued.lower() in gone:
+        raise LakeError(
+            f"column {rescued} keeps table {entry.name}'s rescued data",
+            f"first ALTER TABLE {entry.name} SET PROPERTIES ('rescued_data_column' = '')",
+        )
     if not isinstance(change, DropColumn):
         return
     for what, names in (("primary key", entry.primary_key), ("clustering", entry.cluster_by)):
@@ -144,12 +165,13 @@ def recorded_schema(catalog: Catalog, entry: TableEntry) -> TableEntry:
     found = _unrecorded_change(entry.location, entry.version)
     if found is None or (entry.schema_version or -1) >= found[0]:
         return entry
-    version, record = found
-    return _record(catalog, entry, record, version)
+    version, schema = found
+    return record_schema(catalog, entry, schema, version)
 
 
 def _unrecorded_change(location: str, since: int | None) -> tuple[int, dict[str, Any]] | None:
-    """The newest schema change committed after version `since`, with its record."""
+    """The newest schema change committed after version `since` (an ALTER's, or a load's that
+    added columns), with its schema record."""
     if since is None:
         return None
     try:
@@ -160,26 +182,36 @@ def _unrecorded_change(location: str, since: int | None) -> tuple[int, dict[str,
         if version <= since:
             return None
         for action in log_actions(location, version) or []:
-            info = action.get("commitInfo") or {}
-            record = decode(info.get("userMetadata"), SCHEMA_MARKER)
-            if record is not None:
-                return version, record
+            schema = _schema_of((action.get("commitInfo") or {}).get("userMetadata"))
+            if schema is not None:
+                return version, schema
     return None
 
 
-def _record(
-    catalog: Catalog, entry: TableEntry, record: dict[str, Any], version: int
+def _schema_of(user_metadata: str | None) -> dict[str, Any] | None:
+    """The schema record a commit's record carries, whoever wrote it (our records are JSON)."""
+    if not user_metadata or not user_metadata.startswith('{"lake_'):
+        return None
+    try:
+        schema = json.loads(user_metadata).get("schema")
+    except ValueError:
+        return None
+    return schema if isinstance(schema, dict) else None
+
+
+def record_schema(
+    catalog: Catalog, entry: TableEntry, schema: dict[str, Any], version: int
 ) -> TableEntry:
-    """The catalog's entry as a schema change's record leaves it."""
+    """The catalog's entry as the schema record of the commit at `version` leaves it."""
 
     def changed(found: TableEntry) -> TableEntry:
         return replace(
             found,
-            columns=tuple(Column(**column) for column in record["columns"]),
-            primary_key=tuple(record["primary_key"]),
-            cluster_by=tuple(record["cluster_by"]),
+            columns=tuple(Column(**column) for column in schema["columns"]),
+            primary_key=tuple(schema["primary_key"]),
+            cluster_by=tuple(schema["cluster_by"]),
             schema_version=version,
-            schema_change=record["change"],
+            schema_change=schema["change"],
         )
 
     return catalog.update(TableEntry, entry.name, changed)

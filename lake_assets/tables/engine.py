@@ -30,7 +30,13 @@ from lake_assets.core.log_check import ensure_log_intact
 from lake_assets.core.results import Result
 from lake_assets.core.writes import commit_write
 from lake_assets.tables.columns import recorded_schema
-from lake_assets.tables.entry import TableEntry, clustering_columns, declared_key
+from lake_assets.tables.entry import (
+    RESCUED_DATA_COLUMN,
+    SCHEMA_EVOLUTION,
+    TableEntry,
+    clustering_columns,
+    declared_key,
+)
 from lake_assets.tables.grammar import (
     AlterTableClustering,
     AlterTablePrimaryKey,
@@ -50,25 +56,40 @@ if TYPE_CHECKING:
 # Where tests kill this process to prove crash safety (LAKE_FAILPOINT=<name>).
 LAYOUT_COMMITTED = "table.layout.committed"
 
-# The dialect's table properties (SET PROPERTIES) and the Delta properties they map to.
+# The dialect's table properties (SET PROPERTIES): those Delta keeps, by the property they map to,
+# and those only the catalog keeps (what a load does with columns its files bring).
 _DELTA_PROPERTIES = {"change_tracking": "delta.enableChangeDataFeed"}
+_CATALOG_PROPERTIES = (SCHEMA_EVOLUTION, RESCUED_DATA_COLUMN)
 _BOOLEAN_VALUES = ("true", "false")
 
 
-def _delta_properties(properties: dict[str, str]) -> dict[str, str]:
-    mapped: dict[str, str] = {}
+def _checked_properties(entry: TableEntry, properties: dict[str, str]) -> dict[str, str]:
+    """The properties to record, each checked; refuses an unknown one or a bad value."""
+    checked: dict[str, str] = {}
     for key, value in properties.items():
-        if key not in _DELTA_PROPERTIES:
-            raise LakeError(
-                f"unknown table property '{key}'",
-                f"use one of: {', '.join(sorted(_DELTA_PROPERTIES))}",
-            )
-        if value.lower() not in _BOOLEAN_VALUES:
+        if key not in (*_DELTA_PROPERTIES, *_CATALOG_PROPERTIES):
+            known = ", ".join(sorted((*_DELTA_PROPERTIES, *_CATALOG_PROPERTIES)))
+            raise LakeError(f"unknown table property '{key}'", f"use one of: {known}")
+        if key == RESCUED_DATA_COLUMN:
+            checked[key] = _rescued_column(entry, value)
+        elif value.lower() not in _BOOLEAN_VALUES:
             raise LakeError(
                 f"property '{key}' must be 'true' or 'false', not '{value}'", "fix the value"
             )
-        mapped[_DELTA_PROPERTIES[key]] = value.lower()
-    return mapped
+        else:
+            checked[key] = value.lower()
+    return checked
+
+
+def _rescued_column(entry: TableEntry, name: str) -> str:
+    """The STRING column a load keeps what its files bring beyond the table in ('': none)."""
+    found = next((c for c in entry.columns if c.name.lower() == name.lower()), None)
+    if name and (found is None or found.type != "STRING"):
+        raise LakeError(
+            f"table {entry.name} has no STRING column {name} to keep rescued data in",
+            f"add it first: ALTER TABLE {entry.name} ADD COLUMN {name} STRING",
+        )
+    return found.name if found is not None else ""
 
 
 def create_table(session: Context, stmt: CreateTable) -> Result:
@@ -166,15 +187,14 @@ def set_properties(
     spark: SparkSession, catalog: Catalog, name: str, properties: dict[str, str]
 ) -> None:
     entry = catalog.get(TableEntry, name)
-    ensure_log_intact(entry)  # a property change is a commit too
-    delta = _delta_properties(properties)
-    assignments = ", ".join(
-        f"{sql_string(key)} = {sql_string(value)}" for key, value in delta.items()
-    )
-    spark.sql(f"ALTER TABLE {delta_ref(entry.location)} SET TBLPROPERTIES ({assignments})")
-    lowered = {key: value.lower() for key, value in properties.items()}
+    checked = _checked_properties(entry, properties)
+    delta = {_DELTA_PROPERTIES[k]: v for k, v in checked.items() if k in _DELTA_PROPERTIES}
+    if delta:
+        ensure_log_intact(entry)  # a property change is a commit too
+        assignments = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in delta.items())
+        spark.sql(f"ALTER TABLE {delta_ref(entry.location)} SET TBLPROPERTIES ({assignments})")
     catalog.update(
-        TableEntry, name, lambda entry: replace(entry, properties={**entry.properties, **lowered})
+        TableEntry, name, lambda entry: replace(entry, properties={**entry.properties, **checked})
     )
 
 

@@ -9,6 +9,9 @@ from typing import ClassVar
 from lake_assets.core.entries import RELATION, Column, StoredRelation
 from lake_assets.core.errors import LakeError
 
+# Table properties only the catalog keeps: what a load does with columns the table lacks.
+SCHEMA_EVOLUTION = "schema_evolution"
+RESCUED_DATA_COLUMN = "rescued_data_column"
 # Types whose values are not atomic: rows cannot be told apart by them.
 _COMPLEX_TYPES = ("ARRAY", "MAP", "STRUCT", "VARIANT")
 
@@ -33,6 +36,16 @@ class TableEntry(StoredRelation):
     @property
     def change_tracking(self) -> bool:
         return self.properties.get("change_tracking", "false").lower() == "true"
+
+    @property
+    def schema_evolution(self) -> bool:
+        """Whether loads add the columns their files bring that the table lacks."""
+        return self.properties.get(SCHEMA_EVOLUTION, "false") == "true"
+
+    @property
+    def rescued_data_column(self) -> str | None:
+        """The STRING column loads keep, as JSON, the values of columns the table lacks in."""
+        return self.properties.get(RESCUED_DATA_COLUMN) or None
 
 
 @dataclass(frozen=True)
