@@ -5,8 +5,8 @@ Tables (demo/tables.sql) → volumes, exports and the pipe (demo/pipeline.sql) �
 and on a volume stream (demo/tasks.sql) → the daemon starts, with a warm Spark Connect server for
 its runs, as `make dev` does → two batches of files land in the pipe's volume; each time the pipe's
 sensor loads them into sales_ods, the same run refreshes sales_summary and the task
-record_sales logs the new rows → files land in my_data_vol and record_landed_files records them;
-all with no manual step."""
+record_sales logs the new rows → sales_ods gains a column and a third batch carries it through →
+files land in my_data_vol and record_landed_files records them; all with no manual step."""
 
 from __future__ import annotations
 
@@ -38,6 +38,12 @@ BATCHES = {
         "SELECT id + 5 AS id, product, category, amount, '2026-06-02' AS dt FROM sales_source"
     ),
 }
+# The source gains a field: the table takes it in place, its pipe loads it, the summary goes on.
+NEW_COLUMN = "ALTER TABLE sales_ods ADD COLUMN channel STRING COMMENT 'Sales channel'"
+WITH_CHANNEL = (
+    "SELECT id + 10 AS id, product, category, amount, '2026-06-03' AS dt, 'web' AS channel "
+    "FROM sales_source"
+)
 VALIDATION = (
     "SELECT 'Source' AS stage, COUNT(*) AS rows FROM sales_source "
     "UNION ALL SELECT 'ODS' AS stage, COUNT(*) AS rows FROM sales_ods "
@@ -206,6 +212,10 @@ def main() -> None:
             daemon = spawn_daemon(dict(os.environ), output)
         for folder, query in BATCHES.items():
             land_batch(session, folder, query, log)
+        banner("A schema change flows through: sales_ods gains a column, the next files carry it")
+        run(session, f"{NEW_COLUMN}; DESC sales_ods")
+        land_batch(session, "batch3/", WITH_CHANNEL, log)
+        run(session, "SELECT channel, COUNT(*) AS orders FROM sales_ods GROUP BY channel")
         land_files(session, log)
 
         banner("Refresh history, task history, the task's log, load history and the pipe")

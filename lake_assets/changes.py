@@ -13,6 +13,7 @@ from dagster import AssetMaterialization, DagsterInstance, MetadataValue, TableC
 
 from lake_assets.automation import DATA_VERSION_TAG
 from lake_assets.core.catalog import Catalog
+from lake_assets.core.entries import StoredRelation
 
 
 def dagster_reporter(catalog: Catalog) -> Callable[[str], None] | None:
@@ -27,12 +28,7 @@ def dagster_reporter(catalog: Catalog) -> Callable[[str], None] | None:
             metadata["lake/version"] = MetadataValue.int(entry.version)
         if entry.row_count is not None:
             metadata["dagster/row_count"] = MetadataValue.int(entry.row_count)
-        shown = entry.shown_columns() or [column.name for column in entry.columns]
-        metadata["dagster/column_schema"] = MetadataValue.table_schema(
-            TableSchema([TableColumn(c.name, c.type) for c in entry.columns if c.name in shown])
-        )
-        if entry.schema_version is not None and entry.schema_version == entry.version:
-            metadata["lake/schema_change"] = entry.schema_change or ""
+        metadata.update(schema_metadata(entry))
         # The Delta version is the data version: downstream assets are stale only when it moves.
         tags = {DATA_VERSION_TAG: str(entry.version)} if entry.version is not None else None
         with DagsterInstance.get() as instance:
@@ -41,3 +37,16 @@ def dagster_reporter(catalog: Catalog) -> Callable[[str], None] | None:
             )
 
     return report
+
+
+def schema_metadata(entry: StoredRelation) -> dict[str, MetadataValue]:
+    """An event's column schema, and the change of columns its commit made, if it made one."""
+    shown = entry.shown_columns() or [column.name for column in entry.columns]
+    metadata: dict[str, MetadataValue] = {
+        "dagster/column_schema": MetadataValue.table_schema(
+            TableSchema([TableColumn(c.name, c.type) for c in entry.columns if c.name in shown])
+        )
+    }
+    if entry.schema_version is not None and entry.schema_version == entry.version:
+        metadata["lake/schema_change"] = MetadataValue.text(entry.schema_change or "")
+    return metadata

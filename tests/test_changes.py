@@ -38,8 +38,12 @@ def test_committed_sql_changes_are_reported_and_nothing_else(
         "CREATE DYNAMIC TABLE s AS SELECT k, SUM(v) AS total FROM t GROUP BY k;"
         "REFRESH DYNAMIC TABLE s"
     )
-    assert materializations("t") == [
-        {"lake/changed_by": "lake sql", "lake/version": 1, "dagster/row_count": 2}
+    (inserted,) = materializations("t")
+    schema = inserted.pop("dagster/column_schema")
+    assert inserted == {"lake/changed_by": "lake sql", "lake/version": 1, "dagster/row_count": 2}
+    assert [(column.name, column.type) for column in schema.columns] == [
+        ("k", "STRING"),
+        ("v", "INT"),
     ]
     # CREATE filled it (its first refresh, version 1); the REFRESH found no change.
     assert [m["lake/version"] for m in materializations("s")] == [1]
@@ -51,6 +55,15 @@ def test_committed_sql_changes_are_reported_and_nothing_else(
     assert [m["lake/version"] for m in materializations("t")] == [3, 1]  # 2: change tracking on
     refreshed, _ = materializations("s")
     assert refreshed["dagster/row_count"] == 2
+
+    session.sql("ALTER TABLE t ADD COLUMN note STRING")
+    altered = materializations("t")[0]
+    assert altered["lake/schema_change"] == "added column note STRING"
+    assert [column.name for column in altered["dagster/column_schema"].columns] == [
+        "k",
+        "v",
+        "note",
+    ]
 
 
 def test_an_export_into_a_table_is_an_event_of_that_table(

@@ -32,6 +32,7 @@ from dagster import (
 )
 
 from lake_assets.automation import LOAD_RUN_TAG, load_run_selection, refreshed_in_load_run
+from lake_assets.changes import schema_metadata
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.errors import LakeError
 from lake_assets.core.kind import Sessions
@@ -286,6 +287,7 @@ def report_op(table: TableEntry, checks: list[AssetCheckSpec]) -> OpDefinition:
                 "files_purged": sum(len(o.purged) for o in outcomes),
                 "dagster/row_count": MetadataValue.int(current.row_count or 0),
                 "lake/version": MetadataValue.int(current.version or 0),
+                **schema_metadata(current),
                 **batch_metadata(loads.batches),
                 **({"lake/first_error": failure_text(failed)} if failed else {}),
             },

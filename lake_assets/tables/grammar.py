@@ -11,7 +11,7 @@ from sqlglot.tokens import TokenType
 from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
 from lake_assets.sql.grammar import Grammar, StatementParser, finished, unsupported
-from lake_assets.sql.statements import Dml, Statement
+from lake_assets.sql.statements import Dml, Query, Statement
 from lake_assets.sql.tokens import TokenCursor
 from lake_assets.sql.types import parse_column_type
 from lake_assets.tables.entry import (
@@ -33,6 +33,7 @@ CREATE_TABLE = (
     "CREATE TABLE [IF NOT EXISTS] name (col TYPE [PRIMARY KEY] [COMMENT '…'], … "
     "[, PRIMARY KEY (col, …)]) [CLUSTER BY (col, …)] [COMMENT '…']"
 )
+CREATE_TABLE_AS = "CREATE TABLE [IF NOT EXISTS] name [COMMENT '…'] AS SELECT …"
 DROP_TABLE = "DROP TABLE [IF EXISTS] name"
 ALTER_TABLE = (
     "ALTER TABLE name SET PROPERTIES ('change_tracking' = 'true') | SET PRIMARY KEY (col, …) "
@@ -55,6 +56,16 @@ class CreateTable(Statement):
     if_not_exists: bool = False
     primary_key: tuple[str, ...] = ()
     cluster_by: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CreateTableAs(Statement):
+    """`CREATE TABLE t AS SELECT …`: the table with the query's columns and rows, one commit."""
+
+    name: str
+    query: Query
+    comment: str | None = None
+    if_not_exists: bool = False
 
 
 @dataclass(frozen=True)
@@ -125,6 +136,8 @@ def parse_create_table(cursor: TokenCursor, grammar: Grammar) -> Statement:
     cursor.expect("CREATE", "TABLE")
     if_not_exists = cursor.accept("IF", "NOT", "EXISTS")
     name = cursor.name("a table name")
+    if cursor.word() in ("AS", "COMMENT"):
+        return _create_table_as(cursor, grammar, name, if_not_exists)
     cursor.expect_symbol(TokenType.L_PAREN, "(")
     columns: list[Column] = []
     keys: list[tuple[str, ...]] = []
@@ -161,6 +174,16 @@ def parse_create_table(cursor: TokenCursor, grammar: Grammar) -> Statement:
     key = declared_key(f"table {name}", columns, keys[0]) if keys else ()
     cluster_by = clustering_columns(f"table {name}", columns, clustered or ())
     return CreateTable(name, tuple(columns), comment, if_not_exists, key, cluster_by)
+
+
+def _create_table_as(
+    cursor: TokenCursor, grammar: Grammar, name: str, if_not_exists: bool
+) -> Statement:
+    cursor.usage = CREATE_TABLE_AS
+    comment = cursor.string("a comment") if cursor.accept("COMMENT") else None
+    cursor.expect("AS")
+    query, _ = grammar.query_after(cursor, f"table {name}", CREATE_TABLE_AS)
+    return CreateTableAs(name, query, comment, if_not_exists)
 
 
 def _parse_column(cursor: TokenCursor) -> tuple[Column, bool]:

@@ -4,6 +4,7 @@ from lake_assets.core.kind import Kind
 from lake_assets.sql.statements import Dml
 from lake_assets.tables import engine
 from lake_assets.tables.columns import alter_columns
+from lake_assets.tables.create_as import create_table_as
 from lake_assets.tables.dml import execute_dml
 from lake_assets.tables.grammar import (
     STATEMENTS,
@@ -12,6 +13,7 @@ from lake_assets.tables.grammar import (
     AlterTablePrimaryKey,
     AlterTableProperties,
     CreateTable,
+    CreateTableAs,
     DescribeHistory,
     DescribeTable,
     DropTable,
@@ -24,6 +26,7 @@ KIND = Kind(
     statements=STATEMENTS,
     handlers={
         CreateTable: engine.create_table,
+        CreateTableAs: create_table_as,
         DropTable: engine.drop_table,
         AlterTableProperties: engine.alter_properties,
         AlterTablePrimaryKey: engine.alter_primary_key,
