@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,12 +78,6 @@ def home(tmp_path: Path) -> Home:
         lake.catalog.add(TableEntry(table, str(settings.warehouse / f"{table}-1"), columns))
     lake.sql(PIPE)
     return Home(settings, lake, volume)
-
-
-@pytest.fixture
-def instance() -> Iterator[DagsterInstance]:
-    with DagsterInstance.ephemeral() as ephemeral:
-        yield ephemeral
 
 
 def tick(defs: Definitions, instance: DagsterInstance, sensor: str = "p") -> object:
@@ -226,13 +219,14 @@ def test_a_batch_whose_run_failed_is_asked_for_again_after_a_pause(
 
 
 def materialized(result: object) -> tuple[dict[str, object], bool, str]:
-    """The run's one materialization metadata (with its data version), and its files check:
-    passed, failed files; a failed file's error is in the check's description too (as Markdown
-    that renders as written)."""
+    """The run's one materialization metadata (its data version, its schema's column names), and
+    its files check: passed, failed files; a failed file's error is in the check's description
+    too (as Markdown that renders as written)."""
     assert result.success
     (event,) = result.get_asset_materialization_events()
     metadata = {k: v.value for k, v in event.materialization.metadata.items()}
     metadata["data_version"] = event.materialization.tags["dagster/data_version"]
+    metadata["columns"] = [c.name for c in metadata.pop("dagster/column_schema").columns]
     (check,) = result.get_asset_check_evaluations()
     assert check.check_name == FILES_CHECK
     if check.passed:
@@ -270,6 +264,7 @@ def test_the_ingestion_asset_loads_the_files_and_checks_them(
         "dagster/row_count": 2,
         "lake/version": 1,
         "data_version": "1",
+        "columns": ["id", "name"],
         "lake/first_error": first_error,
     }
     errors = [e.user_message for e in instance.all_logs(result.run_id) if e.level == logging.ERROR]
@@ -296,6 +291,7 @@ def test_the_ingestion_asset_loads_the_files_and_checks_them(
         "dagster/row_count": 4,
         "lake/version": 2,
         "data_version": "2",
+        "columns": ["id", "name"],
     }
     assert passed
     assert failed == "none"
@@ -351,53 +347,3 @@ def test_a_run_for_one_pipe_leaves_a_paused_pipe_alone(
     assert defs.resolve_job_def("ingest_t_job").execute_in_process(instance=instance).success
     assert rows(lake, "SELECT id FROM t") == [(1,)]
     assert files(shop) == ["s.csv"]
-
-
-def stale(instance: DagsterInstance, table: str, volume: str) -> bool:
-    """Dagster's rule for an observed dependency (what the UI shows as "Upstream data"): the
-    volume's latest data version differs from the one the table's latest materialization read."""
-    materialization = instance.get_latest_materialization_event(AssetKey(table))
-    read = materialization.asset_materialization.tags[f"dagster/input_data_version/volume/{volume}"]
-    observed = instance.get_latest_data_version_record(AssetKey(["volume", volume]), is_source=True)
-    return observed.event_log_entry.asset_observation.tags["dagster/data_version"] != read
-
-
-def observe(defs: Definitions, instance: DagsterInstance, sensor: str) -> str:
-    """A sensor tick whose observations are recorded as the daemon records them; the version."""
-    result = tick(defs, instance, sensor)
-    for event in result.asset_events:
-        instance.report_runless_asset_event(event)
-    return result.asset_events[0].tags["dagster/data_version"]
-
-
-def test_a_table_is_stale_only_while_its_volume_holds_files_it_has_not_loaded(
-    lake: LakeSession, tmp_path: Path, instance: DagsterInstance
-) -> None:
-    volume = local_volume(lake, tmp_path / "incoming")
-    lake.sql(f"CREATE TABLE t (id BIGINT, name STRING); {PIPE}")
-    put(volume, "a.csv", "1,a\n")
-    defs = build_definitions(lake.settings)
-    assert defs.resolve_asset_graph().get(AssetKey(["volume", "v"])).is_observable
-    before = observe(defs, instance, "p")  # the pipe's sensor sees a.csv and asks for a run
-
-    assert defs.resolve_job_def("ingest_t_job").execute_in_process(instance=instance).success
-    assert files(volume) == []  # loaded and purged
-    assert not stale(instance, "t", "v")
-    assert observe(defs, instance, "lake_volumes") != before  # listed again: empty now
-    assert not stale(instance, "t", "v")
-
-    put(volume, "b.csv", "2,b\n")
-    observe(defs, instance, "lake_volumes")
-    assert stale(instance, "t", "v")
-    job = defs.resolve_job_def("ingest_t_job")
-    # While a load is under way, only the run observes the volume: a listing taken before its
-    # purge and recorded after its observation would leave the table stale with nothing to load.
-    under_way = instance.create_run_for_job(job, status=DagsterRunStatus.STARTED)
-    assert tick(defs, instance).asset_events == []
-    assert isinstance(tick(defs, instance, "lake_volumes"), SkipReason)
-    run_event(instance, under_way.run_id, DagsterEventType.RUN_FAILURE)
-    assert job.execute_in_process(instance=instance).success
-    assert not stale(instance, "t", "v")
-    observe(defs, instance, "p")
-    assert not stale(instance, "t", "v")
-    assert rows(lake, "SELECT id FROM t ORDER BY id") == [(1,), (2,)]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -127,12 +126,6 @@ def catalog_only(tmp_path: Path, bucket: Bucket, queue: str | None) -> LakeSessi
     columns = (Column("id", "BIGINT"), Column("name", "STRING"))
     lake.catalog.add(TableEntry("t", str(settings.warehouse / "t-1"), columns))
     return lake
-
-
-@pytest.fixture
-def instance() -> Iterator[DagsterInstance]:
-    with DagsterInstance.ephemeral() as ephemeral:
-        yield ephemeral
 
 
 def tick(defs: Definitions, instance: DagsterInstance, cursor: str | None) -> Any:

@@ -4,9 +4,6 @@ and checks that no message was set aside."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from confluent_kafka import Producer
 from dagster import (
     AssetCheckKey,
@@ -25,12 +22,6 @@ from resources.kafka_broker import Broker
 from tests.ingest_helpers import rows
 from tests.kafka_server import new_topic
 from tests.pipes.kafka.test_pipe import counting_pipe, send
-
-
-@pytest.fixture
-def instance() -> Iterator[DagsterInstance]:
-    with DagsterInstance.ephemeral() as ephemeral:
-        yield ephemeral
 
 
 def requested(defs: Definitions, instance: DagsterInstance) -> str:
