@@ -25,7 +25,7 @@ from lake_assets.session import LakeSession
 from lake_assets.tasks.kind import TASKS_SENSOR
 from resources.spark_server import free_port, server_url, spawn_server, stop
 from tests.ingest_helpers import files, local_volume, put, rows
-from tests.pipes.test_defs import stale
+from tests.pipes.test_defs_staleness import stale
 
 # Generous: the run processes share two cores with the rest of the suite.
 PATIENCE_SECONDS = 600
