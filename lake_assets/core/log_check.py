@@ -8,9 +8,14 @@ changelog exports call it before they read the log to write."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 from lake_assets.core.delta import log_actions, log_versions
 from lake_assets.core.entries import StoredRelation
 from lake_assets.core.errors import LakeError
+
+T = TypeVar("T")
 
 
 def ensure_log_intact(relation: StoredRelation) -> None:
@@ -73,3 +78,25 @@ def _parses(location: str, version: int) -> bool:
     except ValueError:  # not JSON, or not UTF-8
         return False
     return actions is not None and actions != [] and all(isinstance(a, dict) for a in actions)
+
+
+def newest_unrecorded(
+    location: str, since: int | None, pick: Callable[[dict[str, Any]], T | None]
+) -> tuple[int, T] | None:
+    """What `pick` finds in an action of the newest commit after version `since` (the catalog's
+    recorded version) that has one, with that commit's version; read without Spark. Such
+    commits are left by a crash between a commit and the catalog's record: usually none."""
+    if since is None:
+        return None
+    try:
+        versions = log_versions(location) or []
+    except FileNotFoundError:
+        return None
+    for version in versions:  # newest first
+        if version <= since:
+            return None
+        for action in log_actions(location, version) or []:
+            found = pick(action)
+            if found is not None:
+                return version, found
+    return None

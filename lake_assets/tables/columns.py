@@ -16,14 +16,12 @@ from lake_assets.core.commits import committing, find, new_record
 from lake_assets.core.delta import (
     delta_ref,
     latest_version,
-    log_actions,
-    log_versions,
     sql_string,
     table_properties,
 )
 from lake_assets.core.entries import CatalogObject, Column, StoredRelation
 from lake_assets.core.errors import LakeError
-from lake_assets.core.log_check import ensure_log_intact
+from lake_assets.core.log_check import ensure_log_intact, newest_unrecorded
 from lake_assets.core.results import Result
 from lake_assets.tables.entry import TableEntry
 from lake_assets.tables.grammar import AlterTableColumns
@@ -162,34 +160,17 @@ def _every_object(catalog: Catalog) -> Iterator[CatalogObject]:
 def recorded_schema(catalog: Catalog, entry: TableEntry) -> TableEntry:
     """The table as its newest schema change left it: a change committed after the catalog's
     recorded version (the catalog's record was cut off) is recorded now, read without Spark."""
-    found = _unrecorded_change(entry.location, entry.version)
+    found = newest_unrecorded(entry.location, entry.version, _schema_of)
     if found is None or (entry.schema_version or -1) >= found[0]:
         return entry
     version, schema = found
     return record_schema(catalog, entry, schema, version)
 
 
-def _unrecorded_change(location: str, since: int | None) -> tuple[int, dict[str, Any]] | None:
-    """The newest schema change committed after version `since` (an ALTER's, or a load's that
-    added columns), with its schema record."""
-    if since is None:
-        return None
-    try:
-        versions = log_versions(location) or []
-    except FileNotFoundError:
-        return None
-    for version in versions:  # newest first; each write records its version, so usually none
-        if version <= since:
-            return None
-        for action in log_actions(location, version) or []:
-            schema = _schema_of((action.get("commitInfo") or {}).get("userMetadata"))
-            if schema is not None:
-                return version, schema
-    return None
-
-
-def _schema_of(user_metadata: str | None) -> dict[str, Any] | None:
-    """The schema record a commit's record carries, whoever wrote it (our records are JSON)."""
+def _schema_of(action: dict[str, Any]) -> dict[str, Any] | None:
+    """The schema record a commit's record carries (an ALTER's, or a load's that added columns),
+    whoever wrote it (our records are JSON)."""
+    user_metadata = (action.get("commitInfo") or {}).get("userMetadata")
     if not user_metadata or not user_metadata.startswith('{"lake_'):
         return None
     try:

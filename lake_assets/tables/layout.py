@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from typing import Any
 
 from lake_assets.core.catalog import Catalog
-from lake_assets.core.delta import log_actions, log_versions
+from lake_assets.core.log_check import newest_unrecorded
 from lake_assets.tables.entry import TableEntry
 
 # The Delta domain whose metadata names a table's clustering columns.
@@ -25,20 +26,15 @@ def clustered_by(catalog: Catalog, entry: TableEntry) -> tuple[str, ...]:
 
 
 def committed_clustering(location: str, since: int | None) -> tuple[str, ...] | None:
-    """The clustering columns set by the newest commit after version `since`, read without Spark
-    (each write records its version, so usually no commit is read); None when none set them."""
-    if since is None:
+    """The clustering columns set by the newest commit after version `since`, read without Spark;
+    None when none set them."""
+    found = newest_unrecorded(location, since, _clustering_columns)
+    return None if found is None else found[1]
+
+
+def _clustering_columns(action: dict[str, Any]) -> tuple[str, ...] | None:
+    domain = action.get("domainMetadata") or {}
+    if domain.get("domain") != CLUSTERING_DOMAIN:
         return None
-    try:
-        versions = log_versions(location) or []
-    except FileNotFoundError:
-        return None
-    for version in versions:  # newest first
-        if version <= since:
-            return None
-        for action in log_actions(location, version) or []:
-            domain = action.get("domainMetadata") or {}
-            if domain.get("domain") == CLUSTERING_DOMAIN:
-                paths = json.loads(domain["configuration"])["clusteringColumns"]
-                return tuple(".".join(path) for path in paths)
-    return None
+    paths = json.loads(domain["configuration"])["clusteringColumns"]
+    return tuple(".".join(path) for path in paths)
