@@ -39,14 +39,15 @@ def dagster_reporter(catalog: Catalog) -> Callable[[str], None] | None:
     return report
 
 
-def schema_metadata(entry: StoredRelation) -> dict[str, MetadataValue]:
-    """An event's column schema, and the change of columns its commit made, if it made one."""
+def schema_metadata(entry: StoredRelation, committed: bool = True) -> dict[str, MetadataValue]:
+    """An event's column schema, and the change of columns its commit made, if it made one
+    (`committed`: the event is of the table's newest commit)."""
     shown = entry.shown_columns() or [column.name for column in entry.columns]
     metadata: dict[str, MetadataValue] = {
         "dagster/column_schema": MetadataValue.table_schema(
             TableSchema([TableColumn(c.name, c.type) for c in entry.columns if c.name in shown])
         )
     }
-    if entry.schema_version is not None and entry.schema_version == entry.version:
+    if committed and entry.schema_version is not None and entry.schema_version == entry.version:
         metadata["lake/schema_change"] = MetadataValue.text(entry.schema_change or "")
     return metadata

@@ -287,7 +287,7 @@ def report_op(table: TableEntry, checks: list[AssetCheckSpec]) -> OpDefinition:
                 "files_purged": sum(len(o.purged) for o in outcomes),
                 "dagster/row_count": MetadataValue.int(current.row_count or 0),
                 "lake/version": MetadataValue.int(current.version or 0),
-                **schema_metadata(current),
+                **schema_metadata(current, any(o.version == current.version for o in outcomes)),
                 **batch_metadata(loads.batches),
                 **({"lake/first_error": failure_text(failed)} if failed else {}),
             },
