@@ -86,8 +86,13 @@ def test_show_tables_reads_the_catalog_without_spark(sales_home: Path) -> None:
     shown = lake(sales_home, "sql", "--format", "csv", "-e", "SHOW TABLES")
     assert shown.returncode == 0, shown.stderr
     header, row = shown.stdout.splitlines()
-    assert header == "name,kind,change_tracking,rows,version,comment,created_at"
-    assert row.startswith("sales_source,TABLE,false,5,1,Data lake acceleration test source table,")
+    assert header == (
+        "name,kind,change_tracking,schema_evolution,rescued_data_column,rows,version,comment,"
+        "created_at"
+    )
+    assert row.startswith(
+        "sales_source,TABLE,false,false,,5,1,Data lake acceleration test source table,"
+    )
 
 
 def test_bad_sql_exits_1_with_one_line_and_leaves_nothing(tmp_path: Path) -> None:

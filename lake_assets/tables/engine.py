@@ -315,12 +315,18 @@ def describe_table(session: Context, stmt: DescribeTable) -> Result:
 
 def show_tables(session: Context, stmt: ShowTables) -> Result:
     return Result(
-        ["name", "kind", "change_tracking", "rows", "version", "comment", "created_at"],
         [
-            (e.name, "TABLE", e.change_tracking, e.row_count, e.version, e.comment, e.created_at)
+            "name", "kind", "change_tracking", "schema_evolution", "rescued_data_column", "rows",
+            "version", "comment", "created_at",
+        ],
+        [
+            (
+                e.name, "TABLE", e.change_tracking, e.schema_evolution, e.rescued_data_column,
+                e.row_count, e.version, e.comment, e.created_at,
+            )
             for e in session.catalog.entries(TableEntry)
         ],
-    )
+    )  # fmt: skip
 
 
 def describe_history(session: Context, stmt: DescribeHistory) -> Result:

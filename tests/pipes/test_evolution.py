@@ -69,6 +69,7 @@ def test_new_columns_are_ignored_rescued_or_added(lake: LakeSession, tmp_path: P
         (4, None, None, '{"tags":["x"]}'),
         (5, 5.5, "new", None),
     ]
+    assert rows(lake, "SHOW TABLES")[0][2:5] == (False, True, "_rescued_data")
     entry = lake.catalog.get(TableEntry, "t")
     assert entry.schema_change == "added columns extra DOUBLE, note STRING"
     assert entry.schema_version == entry.version  # one commit: the rows and the new columns

@@ -25,7 +25,7 @@ def test_a_table_made_from_a_query(lake: LakeSession) -> None:
     assert [(row[0], row[2], row[3]) for row in rows(lake, "DESC HISTORY u")] == [
         (0, "CREATE TABLE AS SELECT", 2)
     ]
-    assert rows(lake, "SHOW TABLES")[1][3:6] == (2, 0, "doubled")
+    assert rows(lake, "SHOW TABLES")[1][5:8] == (2, 0, "doubled")
     assert refused(lake, "CREATE TABLE w AS SELECT COUNT(*) FROM t") == (
         "the query's column count(1) needs a name to be a column of table w — name it with AS, "
         "e.g. COUNT(*) AS orders"

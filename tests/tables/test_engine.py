@@ -134,7 +134,7 @@ def test_describe_and_show_read_the_catalog(sales: LakeSession) -> None:
     assert list(described.rows)[3] == ("amount", "DECIMAL(10,2)", "Amount", None, None)
     (shown,) = sales.sql("SHOW TABLES")
     (row,) = shown.rows
-    assert row[:5] == ("sales_source", "TABLE", False, 5, 1)
+    assert row[:7] == ("sales_source", "TABLE", False, False, None, 5, 1)
 
 
 def test_drop_removes_the_table_and_its_files(sales: LakeSession) -> None:
