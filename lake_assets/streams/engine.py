@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
@@ -19,22 +18,19 @@ from lake_assets.core.delta import (
 from lake_assets.core.errors import LakeError
 from lake_assets.core.lifecycle import drop_object, name_taken
 from lake_assets.core.results import Result
+from lake_assets.core.versions import LATEST, version_at
 from lake_assets.sql.statements import DescribeObject
 from lake_assets.streams import offsets
 from lake_assets.streams.entry import StreamEntry, StreamMode
-from lake_assets.streams.grammar import (
-    LATEST,
-    SOURCE_KINDS,
-    AlterStreamOffset,
-    CreateStream,
-    Position,
-)
+from lake_assets.streams.grammar import SOURCE_KINDS, AlterStreamOffset, CreateStream
 from lake_assets.streams.sources import ChangeSource, change_source, find_source, source_type
 from lake_assets.tables.schema_changes import DeltaFeature
 
 if TYPE_CHECKING:
     from lake_assets.core.kind import Context
 
+# How a stream names the newest version, for a time still to come.
+_NEWEST = "for the newest version leave out AT, or use ALTER STREAM … SET OFFSET LATEST"
 _CHANGE_FEED = "delta.enableChangeDataFeed"
 _ROW_TRACKING = "delta.enableRowTracking"
 # Delta operations that only add or remove data files: they never change a table's properties.
@@ -69,7 +65,7 @@ def create_stream(session: Context, stmt: CreateStream) -> Result:
             f"or read {source.name} with a dynamic table",
         )
     commits = history(spark, source.location)
-    offset = _version_at(stmt.at, commits, source.name)
+    offset = version_at(stmt.at, commits, source.name, _NEWEST)
     wanted = _tracking(stmt.mode, stmt.show_initial_rows)
     if stmt.at != LATEST:
         # Before anything is turned on: a refused CREATE changes nothing.
@@ -152,47 +148,6 @@ def _track_changes(session: Context, source: ChangeSource, wanted: list[str]) ->
     return bool(missing)
 
 
-def _version_at(position: Position, commits: list[Commit], source: str) -> int:
-    """The version a position names: a version, the newest commit at a time, or the latest."""
-    latest, oldest = commits[0].version, commits[-1].version
-    if position.version is not None:
-        if not oldest <= position.version <= latest:
-            raise LakeError(
-                f"{source} has no version {position.version}",
-                f"pick a version from {oldest} to {latest}",
-            )
-        return position.version
-    if position.timestamp is None:
-        return latest
-    moment = _timestamp(position.timestamp)
-    if moment > datetime.now(UTC).replace(tzinfo=None):
-        # Every commit is before it now, and so would be those made until then: no version is.
-        raise LakeError(
-            f"{source} has no version at {position.timestamp}: that time is in the future",
-            "pick a time that has passed; for the newest version leave out AT, or use ALTER "
-            "STREAM … SET OFFSET LATEST",
-        )
-    for commit in commits:
-        if commit.timestamp <= moment:
-            return commit.version
-    raise LakeError(
-        f"{source} has no version at or before {position.timestamp}",
-        f"pick a time from {commits[-1].timestamp.isoformat(sep=' ')} UTC on",
-    )
-
-
-def _timestamp(text: str) -> datetime:
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise LakeError(
-            f"'{text}' is not a timestamp", "write it as 'YYYY-MM-DD HH:MM:SS[.fff]' (UTC)"
-        ) from None
-    if moment.tzinfo is not None:  # commit times are naive UTC
-        moment = moment.astimezone(UTC).replace(tzinfo=None)
-    return moment
-
-
 def _check_tracked(
     spark: SparkSession,
     source: str,
@@ -220,7 +175,7 @@ def alter_offset(session: Context, stmt: AlterStreamOffset) -> Result:
     offsets.check_source(catalog, entry)
     spark = session.spark
     commits = history(spark, entry.source_location)
-    version = _version_at(stmt.to, commits, entry.source)
+    version = version_at(stmt.to, commits, entry.source, _NEWEST)
     wanted = _tracking(entry.mode, initial=False)
     _check_tracked(spark, entry.source, entry.source_location, wanted, version, commits)
     catalog.update(

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from sqlglot.tokens import TokenType
 
 from lake_assets.core.errors import LakeError
+from lake_assets.core.versions import LATEST, Position
 from lake_assets.sql.grammar import Grammar, ObjectWords, StatementParser, finished
 from lake_assets.sql.statements import Statement
 from lake_assets.sql.tokens import TokenCursor
@@ -31,17 +32,6 @@ SOURCE_KINDS = {
     ("VOLUME",): "volume",
 }
 _PROPERTIES = ("table_stream_mode", "show_initial_rows")
-
-
-@dataclass(frozen=True)
-class Position:
-    """A point on a source's history: a version, the newest commit at a time, or the latest."""
-
-    version: int | None = None
-    timestamp: str | None = None
-
-
-LATEST = Position()
 
 
 @dataclass(frozen=True)
