@@ -25,7 +25,7 @@ from lake_assets.core.log_check import ensure_log_intact, newest_unrecorded
 from lake_assets.core.results import Result
 from lake_assets.tables.entry import TableEntry
 from lake_assets.tables.grammar import AlterTableColumns
-from lake_assets.tables.schema_changes import DropColumn, SchemaChange
+from lake_assets.tables.schema_changes import RenameColumn, SchemaChange
 
 if TYPE_CHECKING:
     from lake_assets.core.kind import Context
@@ -46,7 +46,7 @@ def alter_columns(session: Context, stmt: AlterTableColumns) -> Result:
         )
     entry = recorded_schema(catalog, catalog.get(TableEntry, name))
     columns = change.apply(name, entry.columns)  # before Spark: bad changes fail without a JVM
-    _check_readers(catalog, entry, change)
+    check_readers(catalog, entry, change)
     renamed = change.renamed()
     schema = schema_record(
         columns,
@@ -94,14 +94,14 @@ def _commit(
     return Result.status(f"table {entry.name}: {change.describe()} (version {commit.version})")
 
 
-def _check_readers(catalog: Catalog, entry: TableEntry, change: SchemaChange) -> None:
+def check_readers(catalog: Catalog, entry: TableEntry, change: SchemaChange) -> None:
     """Refuse, in one line, to take away a column the table's key, layout or readers name, or
     to change its columns under a reader of its changes."""
     gone = {column.lower() for column in change.removes()}
     if gone:
         _check_layout(entry, gone, change)
         _check_column_readers(catalog, entry, gone, change)
-    if change.feature() is not None:
+    if change.breaks_change_readers:
         for user in _every_object(catalog):
             if user.reads_changes(entry.name):
                 raise LakeError(
@@ -121,7 +121,7 @@ def _check_layout(entry: TableEntry, gone: set[str], change: SchemaChange) -> No
             f"column {rescued} keeps table {entry.name}'s rescued data",
             f"first ALTER TABLE {entry.name} SET PROPERTIES ('rescued_data_column' = '')",
         )
-    if not isinstance(change, DropColumn):
+    if isinstance(change, RenameColumn):
         return
     for what, names in (("primary key", entry.primary_key), ("clustering", entry.cluster_by)):
         hit = [column for column in names if column.lower() in gone]
@@ -140,7 +140,7 @@ def _check_column_readers(
         found = catalog.find_relation(relation)
         return [c.name for c in found.columns] if isinstance(found, StoredRelation) else []
 
-    done = "dropped" if isinstance(change, DropColumn) else "renamed"
+    done = "renamed" if isinstance(change, RenameColumn) else "dropped"
     for user in catalog.users(TableEntry, entry.name):
         hit = sorted(gone & user.columns_read(entry.name, columns_of))
         if hit:

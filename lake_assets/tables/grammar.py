@@ -10,6 +10,7 @@ from sqlglot.tokens import TokenType
 
 from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
+from lake_assets.core.versions import Position
 from lake_assets.sql.grammar import Grammar, StatementParser, finished, unsupported
 from lake_assets.sql.statements import Dml, Query, Statement
 from lake_assets.sql.tokens import TokenCursor
@@ -42,6 +43,7 @@ ALTER_TABLE = (
     "TYPE type"
 )
 TRUNCATE_TABLE = "TRUNCATE [TABLE] name"
+RESTORE_TABLE = "RESTORE [TABLE] name TO VERSION [AS OF] n | TO TIMESTAMP [AS OF] '…'"
 OPTIMIZE = "OPTIMIZE name [FULL]"
 DESCRIBE = "DESC [TABLE] name | DESC HISTORY name"
 # Delta clusters a table's files by 4 columns at most.
@@ -102,6 +104,14 @@ class AlterTableColumns(Statement):
 
     name: str
     change: SchemaChange
+
+
+@dataclass(frozen=True)
+class RestoreTable(Statement):
+    """`RESTORE TABLE t TO VERSION n | TIMESTAMP '…'`: the table's rows (and columns) as then."""
+
+    name: str
+    to: Position
 
 
 @dataclass(frozen=True)
@@ -323,6 +333,22 @@ _ALTERATIONS: dict[tuple[str, ...], Alteration] = {
 }
 
 
+def parse_restore(cursor: TokenCursor, grammar: Grammar) -> Statement:
+    cursor.usage = RESTORE_TABLE
+    cursor.expect("RESTORE")
+    cursor.accept("TABLE")
+    name = cursor.name("a table name")
+    cursor.expect("TO")
+    if cursor.accept("VERSION"):
+        cursor.accept("AS", "OF")
+        to = Position(version=cursor.integer("a version number"))
+    else:
+        cursor.expect("TIMESTAMP")
+        cursor.accept("AS", "OF")
+        to = Position(timestamp=cursor.string("a quoted timestamp"))
+    return finished(cursor, RestoreTable(name, to))
+
+
 def parse_truncate(cursor: TokenCursor, grammar: Grammar) -> Statement:
     """TRUNCATE is a DELETE of every row: one commit, its deletions seen by readers of changes."""
     cursor.usage = TRUNCATE_TABLE
@@ -362,6 +388,7 @@ STATEMENTS: dict[tuple[str, ...], StatementParser] = {
     ("DROP", "TABLE"): parse_drop_table,
     ("ALTER", "TABLE"): parse_alter_table,
     ("TRUNCATE",): parse_truncate,
+    ("RESTORE",): parse_restore,
     ("OPTIMIZE",): parse_optimize,
     ("DESC",): parse_describe,
     ("DESCRIBE",): parse_describe,

@@ -18,8 +18,10 @@ from lake_assets.tables.grammar import (
     DescribeTable,
     DropTable,
     Optimize,
+    RestoreTable,
     ShowTables,
 )
+from lake_assets.tables.restore import restore_table
 
 KIND = Kind(
     name="table",
@@ -33,6 +35,7 @@ KIND = Kind(
         AlterTableClustering: engine.alter_clustering,
         AlterTableColumns: alter_columns,
         Optimize: engine.optimize,
+        RestoreTable: restore_table,
         DescribeTable: engine.describe_table,
         DescribeHistory: engine.describe_history,
         ShowTables: engine.show_tables,

@@ -60,6 +60,11 @@ class SchemaChange:
         """Columns whose values are gone (or read under another name) after the change."""
         return ()
 
+    @property
+    def breaks_change_readers(self) -> bool:
+        """Whether Delta cannot read the table's changes across it (all but an added column)."""
+        return self.feature() is not None
+
     def describe(self) -> str:
         """The change in words, as its event and result say it."""
         raise NotImplementedError
@@ -217,3 +222,26 @@ def _not_hidden(name: str) -> None:
             f"column names starting with {HIDDEN_PREFIX} are the lakehouse's own: {name}",
             "give the column another name",
         )
+
+
+@dataclass(frozen=True)
+class RestoreColumns(SchemaChange):
+    """RESTORE to a version whose columns differ: `restored` are that version's, `removed` the
+    columns of today that it lacks."""
+
+    restored: tuple[Column, ...] = ()
+    removed: tuple[str, ...] = ()
+    version: int = 0
+
+    def apply(self, table: str, columns: Sequence[Column]) -> tuple[Column, ...]:
+        return self.restored
+
+    def removes(self) -> tuple[str, ...]:
+        return self.removed
+
+    @property
+    def breaks_change_readers(self) -> bool:
+        return True
+
+    def describe(self) -> str:
+        return f"restored the columns of version {self.version}"
