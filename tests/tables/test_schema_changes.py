@@ -4,6 +4,7 @@ and which type changes widen."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from lake_assets.kinds import parse_statement
 from lake_assets.session import LakeSession
 from lake_assets.sql.statements import Dml
 from lake_assets.streams.entry import StreamEntry, StreamMode
+from lake_assets.tables.columns import recorded_schema, schema_record
 from lake_assets.tables.entry import TableEntry
 from lake_assets.tables.grammar import AlterTableColumns
 from lake_assets.tables.schema_changes import (
@@ -165,3 +167,28 @@ def test_readers_of_a_column_or_of_the_changes_refuse_the_change_before_spark(
     assert refused(catalog_only, "ALTER TABLE s ADD COLUMN x INT").startswith(
         "s is a stream: only a table's columns change with ALTER TABLE"
     )
+
+
+def commit(log: Path, version: int, user_metadata: str | None) -> None:
+    log.mkdir(parents=True, exist_ok=True)
+    info = {"commitInfo": {"operation": "WRITE", "userMetadata": user_metadata}}
+    (log / f"{version:020d}.json").write_text(json.dumps(info) + "\n")
+
+
+def test_a_cut_off_schema_record_is_made_good_from_the_log_without_spark(tmp_path: Path):
+    catalog = Catalog(tmp_path / "catalog.db")
+    location = tmp_path / "t"
+    entry = catalog.add(TableEntry("t", str(location), COLUMNS, primary_key=("id",)))
+    catalog.record_table_state(entry, 1, 3)
+    schema = schema_record(
+        (*COLUMNS, Column("note", "STRING")), ("id",), (), "added column note STRING"
+    )
+    commit(location / "_delta_log", 1, None)
+    commit(location / "_delta_log", 2, json.dumps({"lake_schema": 1, "tag": "x", "schema": schema}))
+    commit(location / "_delta_log", 3, '{"someone_else": 1, "schema": {}}')  # not ours: ignored
+    commit(location / "_delta_log", 4, "not JSON")
+    restored = recorded_schema(catalog, catalog.get(TableEntry, "t"))
+    assert [c.name for c in restored.columns] == ["id", "Amount", "n", "note"]
+    assert (restored.schema_version, restored.schema_change) == (2, "added column note STRING")
+    assert catalog.get(TableEntry, "t") == restored  # recorded, so the next reader reads no log
+    assert recorded_schema(catalog, restored) is restored
