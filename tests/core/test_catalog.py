@@ -329,7 +329,7 @@ def test_a_session_with_its_catalog_in_postgres_creates_inserts_selects_and_show
     assert "orders is at version 1 with 2 rows" in inserted.message
     assert [(row[0], str(row[1])) for row in selected.rows] == [(1, "9.50"), (2, "20.00")]
     (row,) = shown.rows
-    assert row[:5] == ("orders", "TABLE", False, 2, 1)
+    assert row[:7] == ("orders", "TABLE", False, False, None, 2, 1)
     assert not settings.catalog_path.exists()  # no SQLite file: the catalog is in Postgres
     reopened = Catalog(url).get(TableEntry, "orders")
     assert (reopened.version, reopened.row_count) == (1, 2)
