@@ -23,7 +23,7 @@ from lake_assets.core.entries import CatalogObject, Column, StoredRelation
 from lake_assets.core.errors import LakeError
 from lake_assets.core.log_check import ensure_log_intact, newest_unrecorded
 from lake_assets.core.results import Result
-from lake_assets.tables.entry import TableEntry
+from lake_assets.tables.entry import TableEntry, table_named
 from lake_assets.tables.grammar import AlterTableColumns
 from lake_assets.tables.schema_changes import RenameColumn, SchemaChange
 
@@ -38,13 +38,15 @@ SCHEMA_COMMITTED = "table.schema.committed"
 
 def alter_columns(session: Context, stmt: AlterTableColumns) -> Result:
     catalog, name, change = session.catalog, stmt.name, stmt.change
-    other = catalog.find_relation(name)
-    if other is not None and not isinstance(other, TableEntry):
-        raise LakeError(
-            f"{name} is a {other.LABEL}: only a table's columns change with ALTER TABLE",
-            f"change a {other.LABEL}'s columns through its own statement ({other.CREATE} …)",
-        )
-    entry = recorded_schema(catalog, catalog.get(TableEntry, name))
+    entry = table_named(
+        catalog,
+        name,
+        "only a table's columns change with ALTER TABLE",
+        lambda other: (
+            f"change a {other.LABEL}'s columns through its own statement ({other.CREATE} …)"
+        ),
+    )
+    entry = recorded_schema(catalog, entry)
     columns = change.apply(name, entry.columns)  # before Spark: bad changes fail without a JVM
     check_readers(catalog, entry, change)
     renamed = change.renamed()

@@ -36,6 +36,7 @@ from lake_assets.tables.entry import (
     TableEntry,
     clustering_columns,
     declared_key,
+    table_named,
 )
 from lake_assets.tables.grammar import (
     AlterTableClustering,
@@ -227,13 +228,12 @@ def alter_clustering(session: Context, stmt: AlterTableClustering) -> Result:
     """Declare the columns OPTIMIZE lays the table's files out by, or none: Delta's own ALTER
     (a commit that changes no row), then the catalog."""
     catalog, name = session.catalog, stmt.name
-    other = catalog.find_relation(name)
-    if other is not None and not isinstance(other, TableEntry):
-        raise LakeError(
-            f"{name} is a {other.LABEL}: only a table's files are clustered with CLUSTER BY",
-            "cluster a table instead: ALTER TABLE t CLUSTER BY (col, …)",
-        )
-    entry = catalog.get(TableEntry, name)
+    entry = table_named(
+        catalog,
+        name,
+        "only a table's files are clustered with CLUSTER BY",
+        lambda other: "cluster a table instead: ALTER TABLE t CLUSTER BY (col, …)",
+    )
     columns = clustering_columns(f"table {name}", entry.columns, stmt.cluster_by)
     ensure_log_intact(entry)  # a layout change is a commit too
     layout = f"({_names(columns)})" if columns else "NONE"

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from lake_assets.core.entries import RELATION, Column, StoredRelation
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.entries import RELATION, CatalogObject, Column, StoredRelation
 from lake_assets.core.errors import LakeError
 
 # Table properties only the catalog keeps: what a load does with columns the table lacks.
@@ -128,3 +129,14 @@ def declared_columns(
             )
         declared.append(column.name)
     return tuple(declared)
+
+
+def table_named(
+    catalog: Catalog, name: str, only: str, fix: Callable[[CatalogObject], str]
+) -> TableEntry:
+    """The table `name`; another kind of relation is refused in one line saying what only a
+    table does (`only`) and how to do it for that kind (`fix`)."""
+    other = catalog.find_relation(name)
+    if other is not None and not isinstance(other, TableEntry):
+        raise LakeError(f"{name} is a {other.LABEL}: {only}", fix(other))
+    return catalog.get(TableEntry, name)

@@ -13,13 +13,12 @@ from pyspark.sql import SparkSession
 from lake_assets.core.commits import committing
 from lake_assets.core.delta import delta_ref, history
 from lake_assets.core.entries import Column
-from lake_assets.core.errors import LakeError
 from lake_assets.core.results import Result
 from lake_assets.core.versions import version_at
 from lake_assets.core.writes import commit_write
 from lake_assets.sql.types import type_text
 from lake_assets.tables.columns import check_readers, record_schema, recorded_schema, schema_record
-from lake_assets.tables.entry import TableEntry
+from lake_assets.tables.entry import TableEntry, table_named
 from lake_assets.tables.grammar import RestoreTable
 from lake_assets.tables.schema_changes import RestoreColumns
 
@@ -31,13 +30,13 @@ _OPERATION = "RESTORE"
 
 def restore_table(session: Context, stmt: RestoreTable) -> Result:
     catalog, name = session.catalog, stmt.name
-    other = catalog.find_relation(name)
-    if other is not None and not isinstance(other, TableEntry):
-        raise LakeError(
-            f"{name} is a {other.LABEL}: only a table is restored",
-            f"recompute a dynamic table with REFRESH DYNAMIC TABLE {name} FULL",
-        )
-    entry = recorded_schema(catalog, catalog.get(TableEntry, name))
+    entry = table_named(
+        catalog,
+        name,
+        "only a table is restored",
+        lambda other: f"restore the table the {other.LABEL} is made from instead",
+    )
+    entry = recorded_schema(catalog, entry)
     spark = session.spark
     commits = history(spark, entry.location)
     newest = "leave the table as it is to keep its newest version"
