@@ -73,6 +73,15 @@ class CatalogView:
         """The objects that name this one (`pipe p`, `task k`), as DROP refuses them."""
         return [f"{user.LABEL} {user.name}" for user in self.users(kind, name)]
 
+    def following(self, name: str, new_name: str) -> list[CatalogObject]:
+        """The objects that follow `name` through its rename, as they are once it is renamed."""
+        return [
+            moved
+            for kind in CatalogObject.KINDS.values()
+            for entry in self.entries(kind)
+            if (moved := entry.following(name, new_name)) is not None
+        ]
+
     def users(self, kind: type[CatalogObject], name: str) -> list[CatalogObject]:
         """The objects that name this one, each once."""
         users: list[CatalogObject] = []
@@ -224,6 +233,46 @@ class Catalog:
                 )
             self._delete(conn, found)
         return found
+
+    def rename(self, kind: type[T], name: str, new_name: str) -> T:
+        """Give an object a new name, with the rows its kinds keep under it, in one transaction;
+        refused while another object names it (its SQL would name nothing), and the objects that
+        follow it rather than its name (a stream of a table) follow."""
+        with self._writing() as conn:
+            view = CatalogView(conn)
+            found = view.find_in(kind.NAMESPACE, name)
+            if found is None:
+                raise kind.unknown(name)
+            if not isinstance(found, kind):
+                raise found.mistaken_for(kind)
+            taken = view.find_in(kind.NAMESPACE, new_name)
+            if taken is not None:
+                raise LakeError(
+                    f"{taken.LABEL} {new_name} already exists",
+                    "pick another name, or DROP it first",
+                )
+            if users := view.users_of(kind, name):
+                raise LakeError(
+                    f"{found.LABEL} {name} is used by {users[0]}, which names it",
+                    f"drop {users[0]}, rename, then create it again naming {new_name}",
+                )
+            for moved in view.following(name, new_name):
+                conn.execute(
+                    sa.update(_objects)
+                    .where(_objects.c.namespace == moved.NAMESPACE, _objects.c.name == moved.name)
+                    .values(spec=moved.to_spec())
+                )
+            conn.execute(
+                sa.update(_objects)
+                .where(_objects.c.namespace == kind.NAMESPACE, _objects.c.name == name)
+                .values(name=new_name)
+            )
+            for owned in owned_in(kind.NAMESPACE):
+                column = owned.table.c[owned.column]
+                conn.execute(
+                    sa.update(owned.table).where(column == name).values({owned.column: new_name})
+                )
+        return replace(found, name=new_name)
 
     def users_of(self, kind: type[CatalogObject], name: str) -> list[str]:
         """The objects that name this one (`pipe p`, `dynamic table d`)."""

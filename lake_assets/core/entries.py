@@ -101,6 +101,11 @@ class CatalogObject:
         Delta's change reader cannot read across a rename, drop or type change."""
         return False
 
+    def following(self, relation: str, new_name: str) -> CatalogObject | None:
+        """This object once `relation` is renamed `new_name`, if it follows `relation` through
+        a rename (None: it does not, or it names it and so refuses the rename)."""
+        return None
+
     def mistaken_for(self, wanted: type[CatalogObject]) -> LakeError:
         """The error when a statement for a `wanted` names this object instead."""
         return LakeError(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import ClassVar
 
@@ -76,6 +76,10 @@ class StreamEntry(CatalogObject):
 
     def reads_changes(self, relation: str) -> bool:
         return relation == self.source
+
+    def following(self, relation: str, new_name: str) -> StreamEntry | None:
+        """A stream reads its table's Delta log, not its name: it keeps its offset."""
+        return replace(self, source=new_name) if relation == self.source else None
 
     def mistaken_for(self, wanted: type[CatalogObject]) -> LakeError:
         return LakeError(

@@ -23,8 +23,8 @@ from lake_assets.core.entries import CatalogObject, Column, StoredRelation
 from lake_assets.core.errors import LakeError
 from lake_assets.core.log_check import ensure_log_intact, newest_unrecorded
 from lake_assets.core.results import Result
+from lake_assets.tables.alterations import AlterTableColumns
 from lake_assets.tables.entry import TableEntry, table_named
-from lake_assets.tables.grammar import AlterTableColumns
 from lake_assets.tables.schema_changes import RenameColumn, SchemaChange
 
 if TYPE_CHECKING:

@@ -14,20 +14,13 @@ from lake_assets.core.versions import Position
 from lake_assets.sql.grammar import Grammar, StatementParser, finished, unsupported
 from lake_assets.sql.statements import Dml, Query, Statement
 from lake_assets.sql.tokens import TokenCursor
-from lake_assets.sql.types import parse_column_type
+from lake_assets.tables.alterations import ALTERATIONS, parse_column
 from lake_assets.tables.entry import (
     CLUSTERING,
     PRIMARY_KEY,
     ColumnList,
     clustering_columns,
     declared_key,
-)
-from lake_assets.tables.schema_changes import (
-    AddColumn,
-    AlterColumnType,
-    DropColumn,
-    RenameColumn,
-    SchemaChange,
 )
 
 CREATE_TABLE = (
@@ -40,7 +33,7 @@ ALTER_TABLE = (
     "ALTER TABLE name SET PROPERTIES ('change_tracking' = 'true') | SET PRIMARY KEY (col, …) "
     "| DROP PRIMARY KEY | CLUSTER BY (col, …) | CLUSTER BY NONE | ADD [COLUMN] col TYPE "
     "[COMMENT '…'] | RENAME COLUMN col TO new | DROP COLUMN col | ALTER [COLUMN] col [SET DATA] "
-    "TYPE type"
+    "TYPE type | RENAME TO new_name"
 )
 TRUNCATE_TABLE = "TRUNCATE [TABLE] name"
 RESTORE_TABLE = "RESTORE [TABLE] name TO VERSION [AS OF] n | TO TIMESTAMP [AS OF] '…'"
@@ -99,14 +92,6 @@ class AlterTableClustering(Statement):
 
 
 @dataclass(frozen=True)
-class AlterTableColumns(Statement):
-    """`ALTER TABLE t ADD | RENAME | DROP | ALTER COLUMN …`: one change of the table's columns."""
-
-    name: str
-    change: SchemaChange
-
-
-@dataclass(frozen=True)
 class RestoreTable(Statement):
     """`RESTORE TABLE t TO VERSION n | TIMESTAMP '…'`: the table's rows (and columns) as then."""
 
@@ -155,7 +140,7 @@ def parse_create_table(cursor: TokenCursor, grammar: Grammar) -> Statement:
         if cursor.accept(PRIMARY_KEY.clause):
             keys.append(primary_key_columns(cursor, f"table {name}"))
         else:
-            column, keyed = _parse_column(cursor)
+            column, keyed = parse_column(cursor)
             columns.append(column)
             if keyed:
                 keys.append((column.name,))
@@ -194,15 +179,6 @@ def _create_table_as(
     cursor.expect("AS")
     query, _ = grammar.query_after(cursor, f"table {name}", CREATE_TABLE_AS)
     return CreateTableAs(name, query, comment, if_not_exists)
-
-
-def _parse_column(cursor: TokenCursor) -> tuple[Column, bool]:
-    """A column, and whether it is declared the key by itself (`id INT PRIMARY KEY`)."""
-    name = cursor.identifier("a column name")
-    column_type = parse_column_type(cursor, name)
-    keyed = cursor.accept(PRIMARY_KEY.clause)
-    comment = cursor.string("a comment") if cursor.accept("COMMENT") else None
-    return Column(name, column_type, comment), keyed
 
 
 def primary_key_columns(cursor: TokenCursor, what: str) -> tuple[str, ...]:
@@ -293,43 +269,11 @@ def _clustering(cursor: TokenCursor, name: str) -> Statement:
     return AlterTableClustering(name, cluster_columns(cursor, f"table {name}"))
 
 
-def _add_column(cursor: TokenCursor, name: str) -> Statement:
-    cursor.accept("COLUMN")
-    column, keyed = _parse_column(cursor)
-    if keyed:
-        raise LakeError(
-            f"new column {column.name} cannot be the key as it is added: its rows hold NULL",
-            f"add it, fill it, then ALTER TABLE {name} SET PRIMARY KEY (…)",
-        )
-    return AlterTableColumns(name, AddColumn(column.name, column.type, column.comment))
-
-
-def _rename_column(cursor: TokenCursor, name: str) -> Statement:
-    old = cursor.identifier("the column to rename")
-    cursor.expect("TO")
-    return AlterTableColumns(name, RenameColumn(old, cursor.identifier("the new column name")))
-
-
-def _drop_column(cursor: TokenCursor, name: str) -> Statement:
-    return AlterTableColumns(name, DropColumn(cursor.identifier("the column to drop")))
-
-
-def _alter_column(cursor: TokenCursor, name: str) -> Statement:
-    cursor.accept("COLUMN")
-    column = cursor.identifier("the column to change")
-    cursor.accept("SET", "DATA")
-    cursor.expect("TYPE")
-    return AlterTableColumns(name, AlterColumnType(column, parse_column_type(cursor, column)))
-
-
 _ALTERATIONS: dict[tuple[str, ...], Alteration] = {
     ("SET", "PROPERTIES"): lambda cursor, name: AlterTableProperties(name, cursor.properties()),
     **key_alterations(AlterTablePrimaryKey, "table"),
     (CLUSTERING.clause,): _clustering,
-    ("ADD",): _add_column,
-    ("RENAME", "COLUMN"): _rename_column,
-    ("DROP", "COLUMN"): _drop_column,
-    ("ALTER",): _alter_column,
+    **ALTERATIONS,
 }
 
 

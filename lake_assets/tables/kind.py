@@ -3,13 +3,13 @@
 from lake_assets.core.kind import Kind
 from lake_assets.sql.statements import Dml
 from lake_assets.tables import engine
+from lake_assets.tables.alterations import AlterTableColumns, RenameTable
 from lake_assets.tables.columns import alter_columns
 from lake_assets.tables.create_as import create_table_as
 from lake_assets.tables.dml import execute_dml
 from lake_assets.tables.grammar import (
     STATEMENTS,
     AlterTableClustering,
-    AlterTableColumns,
     AlterTablePrimaryKey,
     AlterTableProperties,
     CreateTable,
@@ -21,6 +21,7 @@ from lake_assets.tables.grammar import (
     RestoreTable,
     ShowTables,
 )
+from lake_assets.tables.rename import rename_table
 from lake_assets.tables.restore import restore_table
 
 KIND = Kind(
@@ -34,6 +35,7 @@ KIND = Kind(
         AlterTablePrimaryKey: engine.alter_primary_key,
         AlterTableClustering: engine.alter_clustering,
         AlterTableColumns: alter_columns,
+        RenameTable: rename_table,
         Optimize: engine.optimize,
         RestoreTable: restore_table,
         DescribeTable: engine.describe_table,

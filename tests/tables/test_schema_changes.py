@@ -20,9 +20,9 @@ from lake_assets.kinds import parse_statement
 from lake_assets.session import LakeSession
 from lake_assets.sql.statements import Dml
 from lake_assets.streams.entry import StreamEntry, StreamMode
+from lake_assets.tables.alterations import AlterTableColumns
 from lake_assets.tables.columns import recorded_schema, schema_record
 from lake_assets.tables.entry import TableEntry
-from lake_assets.tables.grammar import AlterTableColumns
 from lake_assets.tables.schema_changes import (
     AddColumn,
     AlterColumnType,
