@@ -1,5 +1,6 @@
 """End to end through the real Dagster daemon and a Spark Connect server, as `make dev` runs them:
-a file lands, the pipe's sensor loads it and its run refreshes the dynamic table; and
+a file lands, the pipe's sensor loads it (by its header's names, its bad row kept aside) and its
+run refreshes the dynamic table; and
 objects created or dropped while the daemon runs take effect with no reload."""
 
 from __future__ import annotations
@@ -129,8 +130,7 @@ def skipped_without_a_reason(instance: DagsterInstance) -> list[str]:
 
 def loaded(catalog: Catalog, table: str, name: str) -> bool:
     return any(
-        r.status == "LOADED" and r.file_path.endswith(f"/{name}")
-        for r in load_history(catalog, table)
+        r.status.loaded and r.file_path.endswith(f"/{name}") for r in load_history(catalog, table)
     )
 
 
@@ -147,19 +147,29 @@ def test_a_landed_file_is_loaded_and_its_summary_refreshed_without_a_manual_step
     volume = local_volume(lake, tmp_path / "incoming")
     lake.sql(
         "CREATE TABLE ods (id BIGINT, category STRING, amount DECIMAL(10,2));"
-        "CREATE PIPE p POLL_INTERVAL = 2 AS COPY INTO ods FROM VOLUME v USING CSV PURGE = TRUE;"
+        "CREATE PIPE p POLL_INTERVAL = 2 AS COPY INTO ods FROM VOLUME v USING CSV "
+        "OPTIONS('header' = 'true') MATCH_BY_COLUMN_NAME = CASE_INSENSITIVE ON_ERROR = CONTINUE "
+        "PURGE = TRUE;"
         "CREATE DYNAMIC TABLE summary AS "
         "SELECT category, COUNT(*) AS orders, SUM(amount) AS total FROM ods GROUP BY category"
     )
     catalog = lake.catalog
     with running_daemon(lake, tmp_path, spark_remote) as running:
-        put(volume, "day1.csv", "1,Electronics,10.00\n2,Sports,5.50\n3,Sports,1.25\n")
+        put(
+            volume,
+            "day1.csv",
+            "Amount,ID,Category\n10.00,1,Electronics\n5.50,2,Sports\nlots,9,Toys\n1.25,3,Sports\n",
+        )
         running.wait_until("the pipe's load", lambda: loaded(catalog, "ods", "day1.csv"))
         running.wait_until("the upstream refresh", lambda: refreshed_upstream(catalog, "summary"))
     assert rows(lake, "SELECT category, orders, total FROM summary ORDER BY category") == [
         ("Electronics", 1, Decimal("10.00")),
         ("Sports", 2, Decimal("6.75")),
     ]
+    assert rows(lake, "SELECT row_number, column_name, raw_record FROM rejected_rows('ods')") == [
+        (4, "amount", "lots,9,Toys")
+    ]
+    assert [r.rows_rejected for r in load_history(catalog, "ods")] == [1]
     assert list(volume.iterdir()) == []  # purged after the commit
 
 

@@ -157,8 +157,7 @@ def check_matching(source: VolumeSource, match: ColumnMatch) -> None:
             "PARQUET files are matched to the table's columns in any case",
             "write MATCH_BY_COLUMN_NAME = CASE_INSENSITIVE",
         )
-    header = source.options.get("header", "false").lower() == "true"
-    if source.file_format == "CSV" and not header:
+    if source.file_format == "CSV" and not source.has_header:
         raise LakeError(
             "MATCH_BY_COLUMN_NAME reads a CSV file's column names from its header",
             "add OPTIONS('header' = 'true'), or drop MATCH_BY_COLUMN_NAME",

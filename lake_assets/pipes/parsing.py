@@ -129,7 +129,7 @@ def rows_per_file(
 
 @dataclass(frozen=True)
 class Rejected:
-    """A record a load rejected: its number in the file (a header not counted, the lines
+    """A record a load rejected: its line in the file (a header and the lines
     skip_header skips counted), the column that did not fit (None: the record as a whole), why,
     and the record as read (None for Parquet)."""
 
@@ -197,13 +197,14 @@ def _rejected_records(
     uris: list[str],
     layouts: Layouts | None,
 ) -> list[tuple[str, Rejected]]:
-    """The first REJECTED_KEPT bad records of each file, numbered by their place in the file
-    (the lines skip_header skips counted): a file's records keep their order in their read's
-    ids."""
+    """The first REJECTED_KEPT bad records of each file, numbered by their line in the file
+    (a header and the lines skip_header skips counted): a file's records keep their order in
+    their read's ids."""
     in_file = Window.partitionBy(_FILE).orderBy(_ID)
+    before = formats_of(source).skip_header + int(source.has_header)
     numbered = (
         frame.filter(F.col(_FILE).isin(uris))
-        .withColumn("row_number", F.row_number().over(in_file) + formats_of(source).skip_header)
+        .withColumn("row_number", F.row_number().over(in_file) + before)
         .filter(F.col(_CORRUPT).isNotNull())
         .withColumn("kept", F.row_number().over(in_file))
         .filter(F.col("kept") <= REJECTED_KEPT)

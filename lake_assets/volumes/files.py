@@ -218,8 +218,7 @@ def read_files(
     if not paths:
         return spark.createDataFrame([], column_ddl(source.columns) or StructType([]))
     frame = load_files(reader, paths)
-    header = source.options.get("header", "false").lower() == "true"
-    if source.file_format == "CSV" and not source.columns and not header:
+    if source.file_format == "CSV" and not source.columns and not source.has_header:
         frame = frame.toDF(*[f"f{i}" for i in range(len(frame.columns))])
     return frame
 

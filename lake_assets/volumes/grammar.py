@@ -72,6 +72,11 @@ class VolumeSource(Source):
     files: tuple[str, ...] | None = None
     subdirectory: str | None = None
 
+    @property
+    def has_header(self) -> bool:
+        """Whether each CSV file's first line names its columns (OPTIONS('header' = 'true'))."""
+        return self.file_format == "CSV" and self.options.get("header", "").lower() == "true"
+
 
 @dataclass(frozen=True)
 class DirectorySource(Source):

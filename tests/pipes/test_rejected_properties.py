@@ -53,7 +53,8 @@ def test_loaded_plus_rejected_is_every_record_once(
         first = 100 * number
         put(volume, f"f{number}.csv", file_text(order, wrong, first))
         for offset, is_bad in enumerate(wrong):
-            (bad if is_bad else good).add((f"f{number}.csv", offset + 1, first + offset))
+            line = offset + 2  # the header is line 1
+            (bad if is_bad else good).add((f"f{number}.csv", line, first + offset))
     copy = (
         f"COPY INTO t{run} FROM VOLUME v{run} USING CSV OPTIONS('header' = 'true') "
         "MATCH_BY_COLUMN_NAME = CASE_INSENSITIVE ON_ERROR = CONTINUE"
