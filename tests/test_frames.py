@@ -1,5 +1,6 @@
 """The Python session API on real Spark and Delta: an orders table's STANDARD stream shown, then
-saved by `save_as_table`, frames that consume streams only when saved, SQL results, names refused
+saved by `save_as_table`, frames that consume streams only when saved, SQL results, COPY's
+options and rejected rows, names refused
 in one line, and a Dagster asset's session. The last test runs the flow over a real
 `lake spark-server` (Spark Connect)."""
 
@@ -282,6 +283,30 @@ def test_sql_returns_rows_statuses_and_lazy_queries(session: Session) -> None:
     ]
     with pytest.raises(LakeError, match=r"^averages is a dynamic table: only its refreshes write"):
         averages.write.save_as_table("averages", mode="append")
+
+
+def test_copy_options_validation_and_rejected_rows_through_the_session(
+    session: Session, tmp_path: Path
+) -> None:
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    (landing / "orders.csv").write_text("ID,Amount\n1,2.50\n2,lots\n3,1.00\n")
+    session.sql(f"""
+        CREATE STORAGE CONNECTION c TYPE LOCAL;
+        CREATE EXTERNAL VOLUME v LOCATION '{landing.as_uri()}/' USING CONNECTION c;
+        CREATE TABLE amounts (id INT, amount DECIMAL(10,2))
+    """).collect()
+    copy = (
+        "COPY INTO amounts FROM VOLUME v USING CSV OPTIONS('header' = 'true') "
+        "MATCH_BY_COLUMN_NAME = CASE_INSENSITIVE"
+    )
+    errors = session.sql(f"{copy} VALIDATION_MODE = RETURN_ERRORS").collect()
+    assert [(row.row_number, row.column_name) for row in errors] == [(3, "amount")]
+    assert session.table("amounts").collect() == []  # validation writes nothing
+    session.sql(f"{copy} ON_ERROR = CONTINUE").collect()
+    assert table_rows(session, "amounts") == [(1, Decimal("2.50")), (3, Decimal("1.00"))]
+    rejected = session.sql("SELECT row_number, raw_record FROM rejected_rows('amounts')")
+    assert [tuple(row) for row in rejected.collect()] == [(3, "2,lots")]
 
 
 def test_unknown_names_and_settings_are_one_clear_line(session: Session) -> None:
