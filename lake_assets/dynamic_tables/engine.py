@@ -34,6 +34,7 @@ from lake_assets.dynamic_tables.refresh import refresh
 from lake_assets.dynamic_tables.refreshes import RefreshTrigger
 from lake_assets.dynamic_tables.rewrites import runnable
 from lake_assets.dynamic_tables.runtime.sources import schema_of
+from lake_assets.dynamic_tables.steps.lower import query_of
 from lake_assets.dynamic_tables.steps.read_sources import source_read
 from lake_assets.sql.binding import referenced_tables
 from lake_assets.sql.statements import DropObject
@@ -46,6 +47,8 @@ from lake_assets.tables.engine import (
     set_primary_key,
 )
 from lake_assets.tables.entry import TableEntry, declared_key
+from lake_assets.views.entry import ViewEntry
+from lake_assets.views.reading import base_relations
 
 if TYPE_CHECKING:
     from lake_assets.core.kind import Context
@@ -83,11 +86,17 @@ def create_dynamic_table(session: Context, stmt: CreateDynamicTable) -> Result:
             "sources' changes itself",
             "read the stream's source table instead",
         )
-    stored = {name: catalog.stored(name) for name in sources}
+    # The views it reads are read as the queries they stand for: their relations are the refresh's.
+    expression = query_of(catalog, stmt.name, stmt.query.expression)
+    stored = {name: catalog.stored(name) for name in base_relations(sources, catalog.find_relation)}
     # Checked now, before any Spark work, and again as the entry is written (below).
-    _refuse_cycle(catalog.entries(DynamicTableEntry), stmt.name, sources)
+    readers: list[DynamicTableEntry | ViewEntry] = [
+        *catalog.entries(DynamicTableEntry),
+        *catalog.entries(ViewEntry),
+    ]
+    _refuse_cycle(readers, stmt.name, sources)
     query = runnable(
-        stmt.query.expression,
+        expression,
         {name: [c.name for c in relation.columns] for name, relation in stored.items()},
     )
     plan = classify(query)
@@ -186,7 +195,11 @@ def _register(
     replaced."""
 
     def acyclic(view: CatalogView) -> None:
-        _refuse_cycle(view.entries(DynamicTableEntry), entry.name, entry.sources)
+        readers: list[DynamicTableEntry | ViewEntry] = [
+            *view.entries(DynamicTableEntry),
+            *view.entries(ViewEntry),
+        ]
+        _refuse_cycle(readers, entry.name, entry.sources)
 
     if or_replace:
         return catalog.replace(entry, acyclic)
@@ -250,8 +263,10 @@ def _column_names(stmt: CreateDynamicTable, produced: list[str]) -> list[str]:
     return names
 
 
-def _refuse_cycle(existing: list[DynamicTableEntry], name: str, sources: tuple[str, ...]) -> None:
-    """A dynamic table may not read itself, directly or through other dynamic tables."""
+def _refuse_cycle(
+    existing: list[DynamicTableEntry | ViewEntry], name: str, sources: tuple[str, ...]
+) -> None:
+    """A dynamic table may not read itself, directly or through other dynamic tables or views."""
     definitions = {entry.name: entry.sources for entry in existing}
     definitions[name] = sources
     path = _path_to(definitions, sources, name, [name])
