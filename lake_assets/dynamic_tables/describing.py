@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.results import Result
-from lake_assets.dynamic_tables.choosing import why_full
+from lake_assets.dynamic_tables.choosing import replaced_views, why_full
 from lake_assets.dynamic_tables.entry import DynamicTableEntry, SchedulingState
 from lake_assets.dynamic_tables.explaining import explain
 from lake_assets.dynamic_tables.grammar import ExplainDynamicTable, ShowRefreshHistory
@@ -81,11 +81,13 @@ def _interval_text(seconds: int | None) -> str | None:
 def next_mode(catalog: Catalog, entry: DynamicTableEntry) -> tuple[str, str | None]:
     """The mode the next refresh that finds changes will use, and why when it is FULL (AUTO
     decides on the changes it finds, so an AUTO table reads INCREMENTAL here)."""
+    last = _last(catalog, entry.name, committed=True)
     reason = why_full(
         entry,
         plan_of(entry, catalog),
-        initial=_last(catalog, entry.name, committed=True) is None,
+        initial=last is None,
         untracked=untracked(catalog, entry),
+        views=replaced_views(catalog, entry, last.start_time if last else None),
     )
     return (RefreshMode.FULL, reason) if reason else (RefreshMode.INCREMENTAL, None)
 
