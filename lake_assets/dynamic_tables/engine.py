@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 
 from lake_assets.core.catalog import Catalog, CatalogView
 from lake_assets.core.delta import quote_name, sql_string
-from lake_assets.core.entries import Column
+from lake_assets.core.entries import RELATION, Column
 from lake_assets.core.errors import LakeError
 from lake_assets.core.lifecycle import name_taken
 from lake_assets.core.names import HIDDEN_PREFIX
@@ -47,8 +47,7 @@ from lake_assets.tables.engine import (
     set_primary_key,
 )
 from lake_assets.tables.entry import TableEntry, declared_key
-from lake_assets.views.entry import ViewEntry
-from lake_assets.views.reading import base_relations
+from lake_assets.views.reading import Find, base_relations, path_to
 
 if TYPE_CHECKING:
     from lake_assets.core.kind import Context
@@ -90,11 +89,7 @@ def create_dynamic_table(session: Context, stmt: CreateDynamicTable) -> Result:
     expression = query_of(catalog, stmt.name, stmt.query.expression)
     stored = {name: catalog.stored(name) for name in base_relations(sources, catalog.find_relation)}
     # Checked now, before any Spark work, and again as the entry is written (below).
-    readers: list[DynamicTableEntry | ViewEntry] = [
-        *catalog.entries(DynamicTableEntry),
-        *catalog.entries(ViewEntry),
-    ]
-    _refuse_cycle(readers, stmt.name, sources)
+    _refuse_cycle(catalog.find_relation, stmt.name, sources)
     query = runnable(
         expression,
         {name: [c.name for c in relation.columns] for name, relation in stored.items()},
@@ -195,11 +190,7 @@ def _register(
     replaced."""
 
     def acyclic(view: CatalogView) -> None:
-        readers: list[DynamicTableEntry | ViewEntry] = [
-            *view.entries(DynamicTableEntry),
-            *view.entries(ViewEntry),
-        ]
-        _refuse_cycle(readers, entry.name, entry.sources)
+        _refuse_cycle(lambda name: view.find_in(RELATION, name), entry.name, entry.sources)
 
     if or_replace:
         return catalog.replace(entry, acyclic)
@@ -263,31 +254,14 @@ def _column_names(stmt: CreateDynamicTable, produced: list[str]) -> list[str]:
     return names
 
 
-def _refuse_cycle(
-    existing: list[DynamicTableEntry | ViewEntry], name: str, sources: tuple[str, ...]
-) -> None:
+def _refuse_cycle(find: Find, name: str, sources: tuple[str, ...]) -> None:
     """A dynamic table may not read itself, directly or through other dynamic tables or views."""
-    definitions = {entry.name: entry.sources for entry in existing}
-    definitions[name] = sources
-    path = _path_to(definitions, sources, name, [name])
+    path = path_to(name, sources, find, [name])
     if path is not None:
         raise LakeError(
             f"dynamic table {name} would read itself: {' → '.join(path)}",
             "dynamic tables must form a graph without cycles; read the sources instead",
         )
-
-
-def _path_to(
-    definitions: dict[str, tuple[str, ...]], sources: tuple[str, ...], target: str, path: list[str]
-) -> list[str] | None:
-    for source in sources:
-        if source == target:
-            return [*path, source]
-        if source in definitions and source not in path:
-            found = _path_to(definitions, definitions[source], target, [*path, source])
-            if found is not None:
-                return found
-    return None
 
 
 def drop_dynamic_table(session: Context, stmt: DropObject) -> Result:
