@@ -71,6 +71,7 @@ def refuse_cycle(name: str, sources: tuple[str, ...], find: Find) -> None:
 
 
 def refuse_twice(name: str, columns: list[str]) -> None:
+    """A reader names a view's columns: two of one name could not be told apart."""
     lowered = [column.lower() for column in columns]
     twice = sorted({column for column in lowered if lowered.count(column) > 1})
     if twice:
@@ -104,11 +105,15 @@ def show_views(session: Context) -> Result:
 
 
 def describe_view(session: Context, stmt: DescribeObject) -> Result:
+    """As DESC DYNAMIC TABLE: properties, so that every output format shows the query too."""
     entry = session.catalog.get(ViewEntry, stmt.name)
-    return Result(
-        ["column_name", "data_type", "comment"],
-        [(c.name, c.type, c.comment) for c in entry.columns],
-        f"view {entry.name} AS {entry.query}",
+    return Result.properties(
+        name=entry.name,
+        query=entry.query,
+        sources=", ".join(entry.sources),
+        columns=", ".join(f"{c.name} {c.type}" for c in entry.columns),
+        comment=entry.comment,
+        created_at=entry.created_at,
     )
 
 

@@ -20,7 +20,7 @@ from lake_assets.sql.statements import Query
 from lake_assets.streams.entry import StreamEntry, StreamMode
 from lake_assets.tables.entry import TableEntry
 from lake_assets.views.entry import ViewEntry
-from tests.ingest_helpers import refused
+from tests.ingest_helpers import properties, refused
 
 A = (Column("a", "INT"),)
 
@@ -151,12 +151,13 @@ def test_show_and_desc_read_the_catalog(session: LakeSession) -> None:
         ("v", "big", "SELECT a FROM t WHERE a > 1"),
         ("w", None, "SELECT a + 1 AS a FROM v"),
     ]
-    (described,) = session.sql("DESC VIEW v")
-    assert (described.columns, list(described.rows), described.message) == (
-        ["column_name", "data_type", "comment"],
-        [("a", "INT", None)],
-        "view v AS SELECT a FROM t WHERE a > 1",
-    )
+    described = properties(session, "DESC VIEW w")
+    assert {key: described[key] for key in ("name", "query", "sources", "columns")} == {
+        "name": "w",
+        "query": "SELECT a + 1 AS a FROM v",
+        "sources": "v",
+        "columns": "a INT",
+    }
     assert refused(session, "DESC VIEW t") == (
         "t is a table, not a view — use the statements for a table, or pick another name"
     )
