@@ -14,6 +14,7 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import Column
 from lake_assets.core.settings import LakeSettings
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
+from lake_assets.dynamic_tables.steps.lower import definition_of, sources_of
 from lake_assets.kinds import parse_statement
 from lake_assets.session import LakeSession
 from lake_assets.sql.statements import Query
@@ -160,4 +161,18 @@ def test_show_and_desc_read_the_catalog(session: LakeSession) -> None:
     }
     assert refused(session, "DESC VIEW t") == (
         "t is a table, not a view — use the statements for a table, or pick another name"
+    )
+
+
+def test_a_dynamic_table_reads_a_view_as_its_query_and_the_view_s_tables(
+    session: LakeSession,
+) -> None:
+    entry = DynamicTableEntry("d", "/w/d", A, "SELECT x.a FROM w AS x", ("w",))
+    assert sources_of(entry, session.catalog) == ("t",)
+    assert definition_of(entry, session.catalog).sql("spark") == (
+        "SELECT x.a FROM (SELECT a + 1 AS a FROM (SELECT a FROM t WHERE a > 1) AS v) AS x"
+    )
+    session.catalog.add(ViewEntry("old", "SELECT a FROM t VERSION AS OF 1", ("t",), A))
+    assert refused(session, "CREATE DYNAMIC TABLE d AS SELECT a FROM old").startswith(
+        "dynamic table d reads t VERSION AS OF …"
     )
