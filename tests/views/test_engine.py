@@ -176,3 +176,9 @@ def test_a_dynamic_table_reads_a_view_as_its_query_and_the_view_s_tables(
     assert refused(session, "CREATE DYNAMIC TABLE d AS SELECT a FROM old").startswith(
         "dynamic table d reads t VERSION AS OF …"
     )
+
+
+def test_a_view_s_query_is_checked_again_each_time_it_is_read(session: LakeSession) -> None:
+    """A query kept in the catalog by other means than CREATE VIEW still cannot reach files."""
+    session.catalog.add(ViewEntry("evil", "SELECT * FROM csv.`/etc/passwd`", (), A))
+    assert "reads files directly" in refused(session, "SELECT * FROM evil")
