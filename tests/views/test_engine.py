@@ -127,6 +127,12 @@ def test_what_a_view_reads_is_not_dropped_under_it(session: LakeSession) -> None
     assert refused(session, "DROP TABLE t") == "table t is used by view v — drop view v first"
     assert refused(session, "DROP VIEW v") == "view v is used by view w — drop view w first"
     assert refused(session, "DROP TABLE v") == "v is a view — drop it with DROP VIEW v"
+    assert refused(session, "ALTER TABLE t RENAME TO t2").startswith(
+        "table t is used by view v, which names it"
+    )
+    assert refused(session, "ALTER TABLE v RENAME TO v2").startswith(
+        "v is a view: only a table is renamed"
+    )
     ((dropped,),) = [session.sql("DROP VIEW w")]
     assert dropped.message == "dropped view w"
     ((missing,),) = [session.sql("DROP VIEW IF EXISTS w")]
