@@ -11,6 +11,7 @@ from lake_assets.core.entries import RELATION, Column
 from lake_assets.core.errors import LakeError
 from lake_assets.core.lifecycle import drop_object, name_taken
 from lake_assets.core.results import Result
+from lake_assets.core.spark_errors import as_lake_error
 from lake_assets.sql.binding import referenced_tables
 from lake_assets.sql.statements import DescribeObject
 from lake_assets.sql.types import type_text
@@ -33,7 +34,12 @@ def create_view(session: Context, stmt: CreateView) -> Result:
     relations = {name: catalog.relation(name) for name in sources}
     refuse_streams(stmt.name, [n for n, r in relations.items() if isinstance(r, StreamEntry)])
     refuse_cycle(stmt.name, sources, catalog.find_relation)  # before Spark, and as it is written
-    schema = session.spark.sql(session.bind(stmt.query).sql).schema
+    bound = session.bind(stmt.query)
+    try:
+        schema = session.spark.sql(bound.sql).schema  # Spark's analysis: no job runs
+    except Exception as error:
+        failure = as_lake_error(error, catalog.relation_locations())
+        raise LakeError(f"view {stmt.name} was not created: {failure.what}", failure.fix) from error
     columns = tuple(Column(field.name, type_text(field.dataType)) for field in schema.fields)
     refuse_twice(stmt.name, [column.name for column in columns])
     entry = ViewEntry(stmt.name, stmt.query_text, sources, columns, stmt.comment)
