@@ -15,7 +15,7 @@ from lake_assets.core.delta import quote_name, sql_string
 from lake_assets.core.entries import RELATION, Column
 from lake_assets.core.errors import LakeError
 from lake_assets.core.lifecycle import name_taken
-from lake_assets.core.names import HIDDEN_PREFIX
+from lake_assets.core.names import HIDDEN_PREFIX, refuse_repeated_columns
 from lake_assets.core.results import Result
 from lake_assets.dynamic_tables.entry import (
     DynamicTableEntry,
@@ -244,13 +244,7 @@ def _column_names(stmt: CreateDynamicTable, produced: list[str]) -> list[str]:
                 f"{HIDDEN_PREFIX}, which the lakehouse keeps for its own columns",
                 "give it another alias in the query",
             )
-    lowered = [name.lower() for name in names]
-    twice = sorted({name for name in lowered if lowered.count(name) > 1})
-    if twice:
-        raise LakeError(
-            f"column {twice[0]} appears twice in the result of dynamic table {stmt.name}",
-            "give the columns distinct aliases",
-        )
+    refuse_repeated_columns(f"dynamic table {stmt.name}", names)
     return names
 
 

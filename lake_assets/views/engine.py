@@ -10,6 +10,7 @@ from lake_assets.core.catalog import CatalogView
 from lake_assets.core.entries import RELATION, Column
 from lake_assets.core.errors import LakeError
 from lake_assets.core.lifecycle import drop_object, name_taken
+from lake_assets.core.names import refuse_repeated_columns
 from lake_assets.core.results import Result
 from lake_assets.core.spark_errors import as_lake_error
 from lake_assets.sql.binding import referenced_tables
@@ -41,7 +42,7 @@ def create_view(session: Context, stmt: CreateView) -> Result:
         failure = as_lake_error(error, catalog.relation_locations())
         raise LakeError(f"view {stmt.name} was not created: {failure.what}", failure.fix) from error
     columns = tuple(Column(field.name, type_text(field.dataType)) for field in schema.fields)
-    refuse_twice(stmt.name, [column.name for column in columns])
+    refuse_repeated_columns(f"view {stmt.name}", [column.name for column in columns])
     entry = ViewEntry(stmt.name, stmt.query_text, sources, columns, stmt.comment)
 
     def check(view: CatalogView) -> None:
@@ -73,17 +74,6 @@ def refuse_cycle(name: str, sources: tuple[str, ...], find: Find) -> None:
         raise LakeError(
             f"view {name} would read itself: {' → '.join(path)}",
             "read the relations it stands for instead of the view",
-        )
-
-
-def refuse_twice(name: str, columns: list[str]) -> None:
-    """A reader names a view's columns: two of one name could not be told apart."""
-    lowered = [column.lower() for column in columns]
-    twice = sorted({column for column in lowered if lowered.count(column) > 1})
-    if twice:
-        raise LakeError(
-            f"column {twice[0]} appears twice in the result of view {name}",
-            "give the columns distinct aliases",
         )
 
 
