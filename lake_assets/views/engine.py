@@ -33,8 +33,8 @@ def create_view(session: Context, stmt: CreateView) -> Result:
         return taken
     sources = tuple(referenced_tables(stmt.query.expression))
     relations = {name: catalog.relation(name) for name in sources}
-    refuse_streams(stmt.name, [n for n, r in relations.items() if isinstance(r, StreamEntry)])
-    refuse_cycle(stmt.name, sources, catalog.find_relation)  # before Spark, and as it is written
+    _refuse_streams(stmt.name, [n for n, r in relations.items() if isinstance(r, StreamEntry)])
+    _refuse_cycle(stmt.name, sources, catalog.find_relation)  # before Spark, and as it is written
     bound = session.bind(stmt.query)
     try:
         schema = session.spark.sql(bound.sql).schema  # Spark's analysis: no job runs
@@ -46,8 +46,8 @@ def create_view(session: Context, stmt: CreateView) -> Result:
     entry = ViewEntry(stmt.name, stmt.query_text, sources, columns, stmt.comment)
 
     def check(view: CatalogView) -> None:
-        refuse_cycle(stmt.name, sources, lambda name: view.find_in(RELATION, name))
-        keeps_columns(view, entry)
+        _refuse_cycle(stmt.name, sources, lambda name: view.find_in(RELATION, name))
+        _keeps_columns(view, entry)
 
     if stmt.or_replace and catalog.replace(entry, check) is not None:
         return Result.status(f"replaced view {stmt.name}")
@@ -56,7 +56,7 @@ def create_view(session: Context, stmt: CreateView) -> Result:
     return Result.status(f"created view {stmt.name}")
 
 
-def refuse_streams(name: str, streams: list[str]) -> None:
+def _refuse_streams(name: str, streams: list[str]) -> None:
     """A stream is consumed by the statement that reads it: a view would hide that."""
     if streams:
         raise LakeError(
@@ -67,7 +67,7 @@ def refuse_streams(name: str, streams: list[str]) -> None:
         )
 
 
-def refuse_cycle(name: str, sources: tuple[str, ...], find: Find) -> None:
+def _refuse_cycle(name: str, sources: tuple[str, ...], find: Find) -> None:
     """A view may not read itself, directly or through other views or dynamic tables."""
     path = path_to(name, sources, find, [name])
     if path is not None:
@@ -77,7 +77,7 @@ def refuse_cycle(name: str, sources: tuple[str, ...], find: Find) -> None:
         )
 
 
-def keeps_columns(view: CatalogView, entry: ViewEntry) -> None:
+def _keeps_columns(view: CatalogView, entry: ViewEntry) -> None:
     """OR REPLACE keeps a view's columns while other objects read it: what they recorded of it
     (a view's columns, a dynamic table's) would no longer hold."""
     old = view.find_in(RELATION, entry.name)
