@@ -12,6 +12,7 @@ from lake_assets.sql.statements import Statement
 from lake_assets.streams import kind as streams
 from lake_assets.tables import kind as tables
 from lake_assets.tasks import kind as tasks
+from lake_assets.views import kind as views
 from lake_assets.volumes import kind as volumes
 
 KINDS: tuple[Kind, ...] = (
@@ -20,6 +21,7 @@ KINDS: tuple[Kind, ...] = (
     pipes.KIND,
     tables.KIND,
     streams.KIND,
+    views.KIND,
     dynamic_tables.KIND,
     tasks.KIND,
     exports.KIND,

@@ -209,8 +209,8 @@ class LakeSession:
         return self.catalog.stored(name)
 
     def bind(self, statement: Query | Dml) -> Bound:
-        """Spark SQL with catalog tables as Delta paths, and streams and special sources as
-        temporary views."""
+        """Spark SQL with catalog tables as Delta paths, streams and views as the queries they
+        stand for, and special sources as temporary views."""
         relations = {
             name: self.catalog.relation(name) for name in referenced_tables(statement.expression)
         }
@@ -228,6 +228,14 @@ class LakeSession:
             if (consumption := _CONSUMPTIONS.get(type(relation))) is not None
         }
         queries = {name: pin.query() for name, (_, pin) in pinned.items()}
+        # A view is read as the query it stands for, bound the same way (views over views too).
+        queries.update(
+            {
+                name: self._bound_query(text)
+                for name, relation in relations.items()
+                if (text := relation.stands_for()) is not None
+            }
+        )
         locations = {
             name: relation.location
             for name, relation in relations.items()
@@ -237,6 +245,12 @@ class LakeSession:
         for placeholder, source in statement.sources.items():
             self._source_frame(source).createOrReplaceTempView(placeholder)
         return Bound(bound, self, tuple((c, pin.read) for c, pin in pinned.values()))
+
+    def _bound_query(self, text: str) -> str:
+        """A view's query as Spark SQL: parsed, and so checked as user SQL, each time it is read."""
+        statement = GRAMMAR.spark(text)
+        assert isinstance(statement, Query), "CREATE VIEW kept a SELECT"
+        return self.bind(statement).sql
 
     def _dml_expression(self, statement: Dml, relations: dict[str, CatalogObject]) -> exp.Expr:
         """A DML statement's expression, refused when it writes a stream; a MERGE takes its

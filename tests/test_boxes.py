@@ -227,6 +227,7 @@ KINDS = {
     "task": "CREATE TASK {} AS INSERT INTO t SELECT * FROM s",
     "connection": "CREATE STORAGE CONNECTION {} TYPE LOCAL",
     "export": "CREATE CHANGELOG EXPORT {} FROM TABLE t TO TABLE target",
+    "view": "CREATE VIEW {} AS SELECT * FROM t",
 }
 BAD_NAMES = [
     "`x/../../../../tmp/esc`",

@@ -56,7 +56,7 @@ def imports(folder: Path) -> Iterator[tuple[str, str]]:
 def test_the_registry_lists_every_kind_package_once() -> None:
     kinds = kind_packages()
     assert kinds[:2] == ["connections", "volumes"]
-    assert len(set(kinds)) == len(kinds) == 8
+    assert len(set(kinds)) == len(kinds) == 9
     assert all((PACKAGE / kind / "kind.py").is_file() for kind in kinds)
     assert TABLES in kinds
 

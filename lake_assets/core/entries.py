@@ -96,6 +96,11 @@ class CatalogObject:
         one would break it; `columns_of` gives any relation's columns."""
         return frozenset()
 
+    def stands_for(self) -> str | None:
+        """The query a relation with no data of its own (a view) stands for, read in its place
+        wherever a statement names it; None for a relation with data."""
+        return None
+
     def reads_changes(self, relation: str) -> bool:
         """Whether this object reads `relation`'s changes as they come (a stream, an export):
         Delta's change reader cannot read across a rename, drop or type change."""

@@ -61,3 +61,15 @@ def checked_name(name: str, what: str) -> str:
     if lowered in DAGSTER_RESERVED:
         raise LakeError(f"'{name}' cannot be {what}: Dagster reserves it", "pick another name")
     return lowered
+
+
+def refuse_repeated_columns(what: str, columns: list[str]) -> None:
+    """A query's result read by name (a dynamic table's, a view's) cannot repeat a column name:
+    its readers could not tell the two apart."""
+    lowered = [column.lower() for column in columns]
+    twice = sorted({column for column in lowered if lowered.count(column) > 1})
+    if twice:
+        raise LakeError(
+            f"column {twice[0]} appears twice in the result of {what}",
+            "give the columns distinct aliases",
+        )

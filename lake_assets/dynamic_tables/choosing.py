@@ -13,6 +13,7 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.dynamic_tables.entry import DynamicTableEntry, RefreshModeChoice
 from lake_assets.dynamic_tables.operators.base import Plan
 from lake_assets.dynamic_tables.runtime.sources import SourceRead, commit_changes
+from lake_assets.views.reading import views_read
 
 # AUTO recomputes once the rows changed since the last refresh reach this share of the sources'
 # rows: reading and folding that many changes costs about what reading the sources whole does.
@@ -117,6 +118,7 @@ def why_full(
     reads: list[SourceRead] | None = None,
     estimate: Estimate | None = None,
     schema_changes: tuple[str, ...] = (),
+    views: tuple[str, ...] = (),
 ) -> str | None:
     """Why a refresh recomputes instead of applying its sources' changes, or None: of the next
     refresh (DESC), without `reads`, before AUTO weighs the changes it finds."""
@@ -130,6 +132,8 @@ def why_full(
         return "a full refresh was asked for"
     if initial:
         return "initial refresh"
+    if views:
+        return f"view {', '.join(views)} was replaced since the last refresh"
     if untracked:
         return f"change tracking of {', '.join(untracked)} was off (the refresh turns it on)"
     replaced = [read.name for read in reads or () if read.previous is None]
@@ -138,6 +142,15 @@ def why_full(
     if schema_changes:
         return f"{'; '.join(schema_changes)} since the last refresh"
     return _auto_reason(entry, estimate) if reads is not None else None
+
+
+def replaced_views(
+    catalog: Catalog, entry: DynamicTableEntry, since: str | None
+) -> tuple[str, ...]:
+    """The views the query reads (directly or through views) replaced after `since`, the start
+    of the last committed refresh: what the table holds was computed from their old queries."""
+    views = views_read(entry.sources, catalog.find_relation)
+    return tuple(view.name for view in views if since is not None and view.created_at > since)
 
 
 def schema_changes(catalog: Catalog, reads: list[SourceRead]) -> tuple[str, ...]:

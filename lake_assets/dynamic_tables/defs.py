@@ -39,13 +39,9 @@ from lake_assets.core.rendering import markdown_text
 from lake_assets.core.settings import LakeSettings
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.kind import AUTOMATION_SENSOR
-from lake_assets.dynamic_tables.refresh import (
-    RefreshOutcome,
-    record_skipped,
-    refresh,
-    sources_of,
-)
+from lake_assets.dynamic_tables.refresh import RefreshOutcome, record_skipped, refresh
 from lake_assets.dynamic_tables.refreshes import RefreshTrigger
+from lake_assets.dynamic_tables.steps.lower import sources_of
 from resources.catalog import CatalogResource
 from resources.spark import DeltaSparkResource
 
@@ -77,10 +73,10 @@ def _trigger(context: AssetExecutionContext) -> RefreshTrigger:
     return RefreshTrigger(context.run.tags.get(TRIGGER_TAG, RefreshTrigger.MANUAL))
 
 
-def _failed_upstream(instance: DagsterInstance, entry: DynamicTableEntry) -> str | None:
+def _failed_upstream(instance: DagsterInstance, sources: tuple[str, ...]) -> str | None:
     """A source whose latest planned materialization failed: a refresh now would read stale rows.
     A run that materialized the source and failed later (a refresh in a load's run) loaded it."""
-    for name in sources_of(entry):
+    for name in sources:
         planned = instance.get_latest_planned_materialization_info(AssetKey(name))
         if planned is None:
             continue
@@ -155,14 +151,16 @@ def refresh_after_source_updates(name: str) -> AutomationCondition[AssetKey | As
     ).with_label("refresh after source updates")
 
 
-def dynamic_table_asset(entry: DynamicTableEntry, in_load_run: bool) -> AssetsDefinition:
+def dynamic_table_asset(
+    entry: DynamicTableEntry, sources: tuple[str, ...], in_load_run: bool
+) -> AssetsDefinition:
     """The dynamic table, refreshed through the Spark resource; one refresh at a time (its pool).
-    `in_load_run`: it refreshes in the run that loads its sources (see
-    automation.load_run_selection)."""
+    `sources`: its upstream assets (see steps.lower.sources_of); `in_load_run`: it refreshes in
+    the run that loads its sources (see automation.load_run_selection)."""
 
     @asset(
         name=entry.name,
-        deps=[AssetKey(name) for name in sources_of(entry)],
+        deps=[AssetKey(name) for name in sources],
         description=markdown_text(entry.comment or f"dynamic table: {entry.query}"),
         group_name=DYNAMIC_TABLES_GROUP,
         kinds={"delta", "spark"},
@@ -170,14 +168,14 @@ def dynamic_table_asset(entry: DynamicTableEntry, in_load_run: bool) -> AssetsDe
         tags={REFRESHES_IN_LOAD_RUN: "true"} if in_load_run else None,
         pool=f"dynamic_table_{entry.name}",
         output_required=False,
-        metadata={"lake/query": entry.query, "lake/sources": json.dumps(sources_of(entry))},
+        metadata={"lake/query": entry.query, "lake/sources": json.dumps(sources)},
     )
     def refresh_dynamic_table(
         context: AssetExecutionContext, spark: DeltaSparkResource, catalog: CatalogResource
     ) -> Iterator[MaterializeResult[None]]:
         lake = catalog.catalog
         trigger = _trigger(context)
-        failed = _failed_upstream(context.instance, entry)
+        failed = _failed_upstream(context.instance, sources)
         if failed is not None and trigger != RefreshTrigger.MANUAL:
             reason = f"the latest refresh or load of {failed} failed"
             record_skipped(lake, entry.name, trigger, reason)
@@ -212,9 +210,13 @@ def build_defs(catalog: Catalog, settings: LakeSettings, sessions: Sessions) -> 
     # Dagster would skip its step whenever that one reported nothing (suspended, skipped, failed),
     # though the run's tag would count the load as read by it.
     dynamic = {entry.name for entry in entries}
+    sources = {entry.name: sources_of(entry, catalog) for entry in entries}
     return Definitions(
         assets=[
-            dynamic_table_asset(entry, not dynamic.intersection(entry.sources)) for entry in entries
+            dynamic_table_asset(
+                entry, sources[entry.name], not dynamic.intersection(sources[entry.name])
+            )
+            for entry in entries
         ],
         sensors=[sensor] if entries else [],
         schedules=[

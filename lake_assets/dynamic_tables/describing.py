@@ -7,14 +7,20 @@ from typing import TYPE_CHECKING
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.results import Result
-from lake_assets.dynamic_tables.choosing import why_full
+from lake_assets.dynamic_tables.choosing import replaced_views, why_full
 from lake_assets.dynamic_tables.entry import DynamicTableEntry, SchedulingState
 from lake_assets.dynamic_tables.explaining import explain
 from lake_assets.dynamic_tables.grammar import ExplainDynamicTable, ShowRefreshHistory
 from lake_assets.dynamic_tables.refreshes import REFRESHES, RefreshMode, RefreshRecord
 from lake_assets.dynamic_tables.rewrites import notes
 from lake_assets.dynamic_tables.runtime.pruning import restricted
-from lake_assets.dynamic_tables.steps.lower import definition_of, plan_of, source_columns
+from lake_assets.dynamic_tables.steps.lower import (
+    definition_of,
+    plan_of,
+    query_of,
+    source_columns,
+    sources_of,
+)
 from lake_assets.dynamic_tables.steps.read_sources import untracked
 from lake_assets.sql.binding import referenced_tables
 from lake_assets.sql.statements import DescribeObject
@@ -75,11 +81,13 @@ def _interval_text(seconds: int | None) -> str | None:
 def next_mode(catalog: Catalog, entry: DynamicTableEntry) -> tuple[str, str | None]:
     """The mode the next refresh that finds changes will use, and why when it is FULL (AUTO
     decides on the changes it finds, so an AUTO table reads INCREMENTAL here)."""
+    last = _last(catalog, entry.name, committed=True)
     reason = why_full(
         entry,
         plan_of(entry, catalog),
-        initial=_last(catalog, entry.name, committed=True) is None,
+        initial=last is None,
         untracked=untracked(catalog, entry),
+        views=replaced_views(catalog, entry, last.start_time if last else None),
     )
     return (RefreshMode.FULL, reason) if reason else (RefreshMode.INCREMENTAL, None)
 
@@ -108,7 +116,7 @@ def describe_dynamic_table(session: Context, stmt: DescribeObject) -> Result:
         declared_refresh_mode=entry.refresh_mode,
         refresh_mode=mode,
         refresh_mode_reason=why,
-        notes="; ".join(notes(definition_of(entry))) or None,
+        notes="; ".join(notes(definition_of(entry, catalog))) or None,
         rows=entry.row_count,
         version=entry.version,
         location=entry.location,
@@ -145,14 +153,14 @@ def explain_dynamic_table(session: Context, stmt: ExplainDynamicTable) -> Result
     """EXPLAIN reads the catalog and the query only: nothing runs and nothing is created."""
     catalog = session.catalog
     if stmt.create is not None:
-        query = stmt.create.query.expression
+        query = query_of(catalog, stmt.create.name, stmt.create.query.expression)
         sources = referenced_tables(query)
         columns = source_columns(catalog, sources)
         return explain(query, stmt.create.refresh_mode, columns, _layouts(catalog, sources))
     entry = catalog.get(DynamicTableEntry, stmt.name)
-    columns = source_columns(catalog, entry.sources)
-    layouts = _layouts(catalog, entry.sources)
-    return explain(definition_of(entry), entry.refresh_mode, columns, layouts)
+    read = sources_of(entry, catalog)
+    columns, layouts = source_columns(catalog, read), _layouts(catalog, read)
+    return explain(definition_of(entry, catalog), entry.refresh_mode, columns, layouts)
 
 
 def _layouts(catalog: Catalog, sources: Iterable[str]) -> dict[str, tuple[str, ...]]:

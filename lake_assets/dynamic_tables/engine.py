@@ -12,10 +12,10 @@ from pyspark.sql import SparkSession
 
 from lake_assets.core.catalog import Catalog, CatalogView
 from lake_assets.core.delta import quote_name, sql_string
-from lake_assets.core.entries import Column
+from lake_assets.core.entries import RELATION, Column
 from lake_assets.core.errors import LakeError
 from lake_assets.core.lifecycle import name_taken
-from lake_assets.core.names import HIDDEN_PREFIX
+from lake_assets.core.names import HIDDEN_PREFIX, refuse_repeated_columns
 from lake_assets.core.results import Result
 from lake_assets.dynamic_tables.entry import (
     DynamicTableEntry,
@@ -34,6 +34,7 @@ from lake_assets.dynamic_tables.refresh import refresh
 from lake_assets.dynamic_tables.refreshes import RefreshTrigger
 from lake_assets.dynamic_tables.rewrites import runnable
 from lake_assets.dynamic_tables.runtime.sources import schema_of
+from lake_assets.dynamic_tables.steps.lower import query_of
 from lake_assets.dynamic_tables.steps.read_sources import source_read
 from lake_assets.sql.binding import referenced_tables
 from lake_assets.sql.statements import DropObject
@@ -46,6 +47,7 @@ from lake_assets.tables.engine import (
     set_primary_key,
 )
 from lake_assets.tables.entry import TableEntry, declared_key
+from lake_assets.views.reading import Find, base_relations, path_to
 
 if TYPE_CHECKING:
     from lake_assets.core.kind import Context
@@ -83,11 +85,13 @@ def create_dynamic_table(session: Context, stmt: CreateDynamicTable) -> Result:
             "sources' changes itself",
             "read the stream's source table instead",
         )
-    stored = {name: catalog.stored(name) for name in sources}
+    # The views it reads are read as the queries they stand for: their relations are the refresh's.
+    expression = query_of(catalog, stmt.name, stmt.query.expression)
+    stored = {name: catalog.stored(name) for name in base_relations(sources, catalog.find_relation)}
     # Checked now, before any Spark work, and again as the entry is written (below).
-    _refuse_cycle(catalog.entries(DynamicTableEntry), stmt.name, sources)
+    _refuse_cycle(catalog.find_relation, stmt.name, sources)
     query = runnable(
-        stmt.query.expression,
+        expression,
         {name: [c.name for c in relation.columns] for name, relation in stored.items()},
     )
     plan = classify(query)
@@ -186,7 +190,7 @@ def _register(
     replaced."""
 
     def acyclic(view: CatalogView) -> None:
-        _refuse_cycle(view.entries(DynamicTableEntry), entry.name, entry.sources)
+        _refuse_cycle(lambda name: view.find_in(RELATION, name), entry.name, entry.sources)
 
     if or_replace:
         return catalog.replace(entry, acyclic)
@@ -240,39 +244,18 @@ def _column_names(stmt: CreateDynamicTable, produced: list[str]) -> list[str]:
                 f"{HIDDEN_PREFIX}, which the lakehouse keeps for its own columns",
                 "give it another alias in the query",
             )
-    lowered = [name.lower() for name in names]
-    twice = sorted({name for name in lowered if lowered.count(name) > 1})
-    if twice:
-        raise LakeError(
-            f"column {twice[0]} appears twice in the result of dynamic table {stmt.name}",
-            "give the columns distinct aliases",
-        )
+    refuse_repeated_columns(f"dynamic table {stmt.name}", names)
     return names
 
 
-def _refuse_cycle(existing: list[DynamicTableEntry], name: str, sources: tuple[str, ...]) -> None:
-    """A dynamic table may not read itself, directly or through other dynamic tables."""
-    definitions = {entry.name: entry.sources for entry in existing}
-    definitions[name] = sources
-    path = _path_to(definitions, sources, name, [name])
+def _refuse_cycle(find: Find, name: str, sources: tuple[str, ...]) -> None:
+    """A dynamic table may not read itself, directly or through other dynamic tables or views."""
+    path = path_to(name, sources, find, [name])
     if path is not None:
         raise LakeError(
             f"dynamic table {name} would read itself: {' → '.join(path)}",
             "dynamic tables must form a graph without cycles; read the sources instead",
         )
-
-
-def _path_to(
-    definitions: dict[str, tuple[str, ...]], sources: tuple[str, ...], target: str, path: list[str]
-) -> list[str] | None:
-    for source in sources:
-        if source == target:
-            return [*path, source]
-        if source in definitions and source not in path:
-            found = _path_to(definitions, definitions[source], target, [*path, source])
-            if found is not None:
-                return found
-    return None
 
 
 def drop_dynamic_table(session: Context, stmt: DropObject) -> Result:

@@ -108,8 +108,8 @@ def parse_create_dynamic_table(cursor: TokenCursor, grammar: Grammar) -> Stateme
         else:
             cursor.fail("REFRESH INTERVAL, REFRESH_MODE, VCLUSTER, COMMENT or AS")
     query, text = grammar.query_after(cursor, f"dynamic table {name}", CREATE_DYNAMIC_TABLE)
-    _refuse_hidden_names(name, query.expression)
-    _refuse_time_travel(name, query.expression)
+    refuse_hidden_names(name, query.expression)
+    refuse_time_travel(name, query.expression)
     names = [column.name.lower() for column in columns]
     if len(set(names)) != len(names):
         raise LakeError(
@@ -122,7 +122,7 @@ def parse_create_dynamic_table(cursor: TokenCursor, grammar: Grammar) -> Stateme
     )  # fmt: skip
 
 
-def _refuse_hidden_names(name: str, query: exp.Expr) -> None:
+def refuse_hidden_names(name: str, query: exp.Expr) -> None:
     """A refresh wraps the query in columns, aliases and lambda variables of its own, all named
     with the hidden prefix: a name of the query's with that prefix could be taken for one."""
     for identifier in query.find_all(exp.Identifier):
@@ -135,7 +135,7 @@ def _refuse_hidden_names(name: str, query: exp.Expr) -> None:
             )
 
 
-def _refuse_time_travel(name: str, query: exp.Expr) -> None:
+def refuse_time_travel(name: str, query: exp.Expr) -> None:
     """A refresh reads each source at its newest version; a source read as of a fixed version
     or time would never change, and so has no place in a dynamic table, in any refresh mode."""
     travel = query.find(exp.Version)

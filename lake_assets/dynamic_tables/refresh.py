@@ -57,11 +57,6 @@ class RefreshOutcome:
         )
 
 
-def sources_of(entry: DynamicTableEntry) -> tuple[str, ...]:
-    """The tables and dynamic tables a dynamic table reads (its upstream assets)."""
-    return entry.sources
-
-
 def record_skipped(
     catalog: Catalog, name: str, trigger: RefreshTrigger, reason: str
 ) -> RefreshOutcome:

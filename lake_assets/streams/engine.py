@@ -104,6 +104,9 @@ def _source(session: Context, stmt: CreateStream) -> ChangeSource:
             f"cannot create stream {stmt.name}: {wanted.LABEL} {stmt.source} does not exist",
             f"check the name with {wanted.SHOW}",
         )
+    if found.stands_for() is not None:  # a view: its query's relations have the changes
+        mistaken = found.mistaken_for(wanted)
+        raise LakeError(f"cannot create stream {stmt.name}: {mistaken.what}", mistaken.fix)
     if not isinstance(found, wanted):
         words = [" ".join(words) for words, kind in SOURCE_KINDS.items() if kind == found.kind()]
         raise LakeError(

@@ -20,6 +20,7 @@ from lake_assets.session import LakeSession
 from lake_assets.streams.entry import StreamEntry, StreamMode
 from lake_assets.tables.entry import TableEntry
 from lake_assets.tasks.entry import TaskEntry
+from lake_assets.views.entry import ViewEntry
 from lake_assets.volumes.entry import VolumeEntry
 from tests.ingest_helpers import refused
 
@@ -45,6 +46,7 @@ TAKEN: dict[str, tuple[CatalogObject, str]] = {
     ),
     "task": (TaskEntry("x"), "CREATE TASK x SCHEDULE = '1 MINUTE' AS INSERT INTO t SELECT 1"),
     "export": (ExportEntry("x"), "CREATE CHANGELOG EXPORT x FROM TABLE t TO TABLE r"),
+    "view": (ViewEntry("x", "SELECT 1", (), ()), "CREATE VIEW x AS SELECT 1 AS one"),
 }
 
 

@@ -15,6 +15,7 @@ from lake_assets.dynamic_tables.choosing import (
     COMPILED_MIN_ROWS,
     Estimate,
     compiled,
+    replaced_views,
     schema_changes,
     why_full,
 )
@@ -22,6 +23,7 @@ from lake_assets.dynamic_tables.entry import DynamicTableEntry, RefreshModeChoic
 from lake_assets.dynamic_tables.lowering import classify
 from lake_assets.dynamic_tables.runtime.sources import SourceRead
 from lake_assets.tables.entry import TableEntry
+from lake_assets.views.entry import ViewEntry
 
 SUMMARY = "SELECT category, COUNT(*) AS n, MIN(dt) AS first FROM sales GROUP BY category"
 JOINED = "SELECT s.id, c.region FROM sales s JOIN customers c ON s.customer = c.id"
@@ -84,3 +86,19 @@ def test_a_source_whose_columns_changed_since_the_last_refresh_is_recomputed_onc
     entry = DynamicTableEntry("d", "/tmp/d", (), SUMMARY, ("sales",), plan.hidden)
     reason = why_full(entry, plan, initial=False, untracked=[], reads=[], schema_changes=changed)
     assert reason == f"{changed[0]} since the last refresh"
+
+
+def test_a_view_replaced_since_the_last_refresh_is_recomputed_once(tmp_path: Path) -> None:
+    """Replacing a view renews its created_at: a refresh that started before it read the old
+    query (through the view over the view too)."""
+    catalog = Catalog(tmp_path / "catalog.db")
+    catalog.add(TableEntry("sales", "/tmp/sales", (Column("id", "INT"),)))
+    catalog.add(ViewEntry("kept", "SELECT id FROM sales", ("sales",), (), created_at="T10"))
+    catalog.add(ViewEntry("top", "SELECT id FROM kept", ("kept",), (), created_at="T05"))
+    entry = DynamicTableEntry("d", "/tmp/d", (), "SELECT id FROM top", ("top",))
+    assert replaced_views(catalog, entry, "T07") == ("kept",)
+    assert replaced_views(catalog, entry, "T11") == ()
+    assert replaced_views(catalog, entry, None) == ()  # no refresh yet: the initial one is FULL
+    plan = classify(sqlglot.parse_one("SELECT id FROM sales", read="spark"))
+    reason = why_full(entry, plan, initial=False, untracked=[], reads=[], views=("kept",))
+    assert reason == "view kept was replaced since the last refresh"

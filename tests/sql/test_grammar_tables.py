@@ -180,10 +180,10 @@ def test_create_table_with_unterminated_comment_quote():
 @pytest.mark.parametrize(
     ("text", "words"),
     [
-        ("CREATE VIEW v AS SELECT 1", "CREATE VIEW V"),
+        ("CREATE MATERIALIZED VIEW v AS SELECT 1", "CREATE MATERIALIZED VIEW"),
         ("GRANT SELECT ON t TO alice", "GRANT SELECT ON"),
-        ("DROP VIEW v", "DROP VIEW V"),
-        ("SHOW VIEWS", "SHOW VIEWS"),
+        ("DROP SCHEMA s", "DROP SCHEMA S"),
+        ("SHOW SCHEMAS", "SHOW SCHEMAS"),
         ("ALTER TABLE t SWAP WITH u", "ALTER TABLE T"),
         ("SELEC 1", "SELEC 1"),
     ],

@@ -20,6 +20,7 @@ def choose_mode(run: Refreshing) -> None:
         reads=run.reads,
         estimate=run.estimate,
         schema_changes=schema_changes(run.catalog, run.reads),
+        views=run.replaced,
     )
     reads = {read.name: Read(read.location, read.version) for read in run.reads}
     metadata = RefreshCommit(run.trigger, run.start, reads)

@@ -1,5 +1,5 @@
 """Second step: the plan of the query as the refresh runs it (see lowering.classify), with the
-sources' columns the catalog knows (they qualify the query's)."""
+views it reads inlined and the sources' columns the catalog knows (they qualify the query's)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ from sqlglot import exp
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import StoredRelation
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
+from lake_assets.dynamic_tables.grammar import refuse_hidden_names, refuse_time_travel
 from lake_assets.dynamic_tables.lowering import classify
 from lake_assets.dynamic_tables.operators.base import Plan
 from lake_assets.dynamic_tables.steps.state import Refreshing
 from lake_assets.sql.grammar import Grammar
 from lake_assets.sql.statements import Query
+from lake_assets.views.reading import base_relations, inline_views
 
 
 def lower(run: Refreshing) -> None:
@@ -23,14 +25,33 @@ def lower(run: Refreshing) -> None:
 
 def plan_of(entry: DynamicTableEntry, catalog: Catalog) -> Plan:
     """The plan of the query as a refresh runs it (DESC and EXPLAIN show this one too)."""
-    query, columns = definition_of(entry), source_columns(catalog, entry.sources)
+    query, columns = (
+        definition_of(entry, catalog),
+        source_columns(catalog, sources_of(entry, catalog)),
+    )
     return classify(query, columns)
 
 
-def definition_of(entry: DynamicTableEntry) -> exp.Expr:
+def definition_of(entry: DynamicTableEntry, catalog: Catalog) -> exp.Expr:
+    """The query a refresh runs: as written, with the views it reads as they are now."""
     statement = Grammar().spark(entry.query)
     assert isinstance(statement, Query)
-    return statement.expression
+    return query_of(catalog, entry.name, statement.expression)
+
+
+def query_of(catalog: Catalog, name: str, expression: exp.Expr) -> exp.Expr:
+    """`expression` with each view it reads inlined as the query it stands for (under the view's
+    name), held to a dynamic table's rules as the query's own text is."""
+    inlined = inline_views(expression, catalog.find_relation)
+    refuse_hidden_names(name, inlined)
+    refuse_time_travel(name, inlined)
+    return inlined
+
+
+def sources_of(entry: DynamicTableEntry, catalog: Catalog) -> tuple[str, ...]:
+    """The tables and dynamic tables a refresh reads (its upstream assets): its sources, each
+    view among them replaced by the relations it reads in the end."""
+    return base_relations(entry.sources, catalog.find_relation)
 
 
 def source_columns(catalog: Catalog, sources: Iterable[str]) -> dict[str, list[str]]:

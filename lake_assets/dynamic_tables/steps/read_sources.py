@@ -1,5 +1,6 @@
 """Third step: each source's version now and as the last refresh read it, change tracking turned
-on where it is off; a refresh with nothing new to read ends here, as NO_DATA."""
+on where it is off, the views replaced since; a refresh with nothing new to read ends here, as
+NO_DATA."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pyspark.sql import SparkSession
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import latest_version
 from lake_assets.core.entries import StoredRelation, now_utc
+from lake_assets.dynamic_tables.choosing import replaced_views
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.refreshes import (
     REFRESHES,
@@ -19,6 +21,7 @@ from lake_assets.dynamic_tables.refreshes import (
     RefreshState,
 )
 from lake_assets.dynamic_tables.runtime.sources import SourceRead
+from lake_assets.dynamic_tables.steps.lower import sources_of
 from lake_assets.dynamic_tables.steps.state import Refreshing
 from lake_assets.tables.engine import enable_change_tracking
 from lake_assets.tables.entry import TableEntry
@@ -26,7 +29,7 @@ from lake_assets.tables.entry import TableEntry
 
 def read_sources(run: Refreshing) -> None:
     entry, catalog = run.entry, run.catalog
-    relations = {name: catalog.stored(name) for name in entry.sources}
+    relations = {name: catalog.stored(name) for name in sources_of(entry, catalog)}
     run.untracked = [name for name, relation in relations.items() if _untracked(relation)]
     for name in run.untracked:
         enable_change_tracking(run.spark, catalog, name)
@@ -35,7 +38,8 @@ def read_sources(run: Refreshing) -> None:
         source_read(run.spark, name, relation, consumed.get(name), index)
         for index, (name, relation) in enumerate(relations.items())
     ]
-    if run.previous is None or run.full or any(read.changed for read in run.reads):
+    run.replaced = replaced_views(catalog, entry, run.previous.start if run.previous else None)
+    if run.previous is None or run.full or run.replaced or any(read.changed for read in run.reads):
         return
     versions = {read.name: read.version for read in run.reads}
     run.record = RefreshRecord(
@@ -48,7 +52,7 @@ def read_sources(run: Refreshing) -> None:
 
 def untracked(catalog: Catalog, entry: DynamicTableEntry) -> list[str]:
     """The tables the dynamic table reads whose change tracking is off."""
-    return [name for name in entry.sources if _untracked(catalog.relation(name))]
+    return [name for name in sources_of(entry, catalog) if _untracked(catalog.relation(name))]
 
 
 def _untracked(relation: object) -> bool:

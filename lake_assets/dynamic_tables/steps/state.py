@@ -43,9 +43,11 @@ class Refreshing:
     rows_before: int = field(init=False)
     # lower: the plan of the query.
     plan: Plan = field(init=False)
-    # read_sources: the sources whose change tracking it turned on, and each source's read.
+    # read_sources: the sources whose change tracking it turned on, each source's read, and the
+    # views it reads that were replaced since the last refresh.
     untracked: list[str] = field(init=False)
     reads: list[SourceRead] = field(init=False)
+    replaced: tuple[str, ...] = field(init=False)
     # choose_mode: the changes' size, why it recomputes (None: it applies the changes), its write.
     estimate: Estimate | None = field(init=False)
     reason: str | None = field(init=False)
