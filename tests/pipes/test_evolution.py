@@ -75,6 +75,43 @@ def test_new_columns_are_ignored_rescued_or_added(lake: LakeSession, tmp_path: P
     assert entry.schema_version == entry.version  # one commit: the rows and the new columns
 
 
+CSV_BY_NAME = (
+    "COPY INTO t FROM VOLUME v USING CSV OPTIONS('header' = 'true') FILES ('{}') "
+    "MATCH_BY_COLUMN_NAME = {}"
+)
+
+
+def test_a_csv_header_brings_new_columns_as_text(lake: LakeSession, tmp_path: Path) -> None:
+    landing = local_volume(lake, tmp_path / "landing")
+    lake.sql("CREATE TABLE t (id BIGINT, amount INT, _rescued_data STRING)")
+    put(landing, "a.csv", "ID,Amount,City\n1,10,Oslo\n")
+    lake.sql(CSV_BY_NAME.format("a.csv", "CASE_INSENSITIVE"))
+    assert rows(lake, "SELECT * FROM t") == [(1, 10, None)]  # not loaded, as by default
+
+    lake.sql("ALTER TABLE t SET PROPERTIES ('rescued_data_column' = '_rescued_data')")
+    put(landing, "b.csv", "city,id,Amount\nBergen,2,20\n")
+    lake.sql(CSV_BY_NAME.format("b.csv", "CASE_INSENSITIVE"))
+    assert rows(lake, "SELECT * FROM t WHERE id = 2") == [(2, 20, '{"city":"Bergen"}')]
+
+    lake.sql("ALTER TABLE t SET PROPERTIES ('schema_evolution' = 'true')")
+    put(landing, "c.csv", "id,Amount,City,Zip\n3,30,Oslo,0150\n4,40,,\n")
+    put(landing, "d.csv", "zip,id\n5000,5\n")
+    loaded = message(lake, CSV_BY_NAME.format("c.csv', 'd.csv", "CASE_INSENSITIVE"))
+    assert loaded.startswith("COPY: 2 files loaded (3 rows)")
+    # The header's spelling, as text: '0150' keeps its zero, as a STRING.
+    assert [row[:2] for row in rows(lake, "DESC t")][3:] == [("City", "STRING"), ("Zip", "STRING")]
+    assert rows(lake, "SELECT id, amount, city, zip FROM t WHERE id > 2 ORDER BY id") == [
+        (3, 30, "Oslo", "0150"),
+        (4, 40, None, None),
+        (5, None, None, "5000"),
+    ]
+    # By exact names, `Amount` is not column amount, nor a new one (a table cannot hold both).
+    put(landing, "e.csv", "id,Amount,zip\n6,60,6000\n")
+    lake.sql(CSV_BY_NAME.format("e.csv", "CASE_SENSITIVE"))
+    assert rows(lake, "SELECT id, amount, zip FROM t WHERE id = 6") == [(6, None, None)]
+    assert len(rows(lake, "DESC t")) == 5
+
+
 def test_a_crash_after_a_load_that_added_columns_loses_none_of_them(
     lake: LakeSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
