@@ -6,18 +6,22 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 from pathlib import Path
+from typing import cast
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from pyspark.sql import SparkSession
 
 from lake_assets.core.entries import Column
-from lake_assets.pipes.evolution import Evolution
+from lake_assets.pipes.evolution import Evolution, plan_evolution
 from lake_assets.pipes.loading import AFTER_COMMIT
 from lake_assets.session import LakeSession
 from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes.grammar import VolumeSource
+from resources.storage import VolumeStore
 from tests.crashes import Crash, crash_at
 from tests.ingest_helpers import local_volume, message, put, refused, rows
 
@@ -145,3 +149,19 @@ def test_what_a_load_reads_and_writes_with_new_columns() -> None:
     assert adding.table_columns(table)[2:] == adding.added
     assert adding.describe() == "added columns extra DOUBLE, note STRING"
     assert Evolution().source(source) == source  # nothing new: one file's footer is enough
+
+
+def test_a_csv_headers_new_names_in_any_case_are_text_spelt_as_first_met() -> None:
+    columns = (Column("id", "BIGINT"), Column("amount", "INT"))
+    headers = {"a.csv": ["ID", "Amount", "City"], "b.csv": ["city", "zip", "id"]}
+    source = VolumeSource("v", "CSV", options={"header": "true"})
+    table = TableEntry("t", "/w/t-1", columns, properties={"schema_evolution": "true"})
+    # No Spark: the headers, read for matching by name, are all a CSV file says of its columns.
+    spark, store = cast(SparkSession, None), cast(VolumeStore, None)
+    evolution = plan_evolution(spark, table, source, store, list(headers), columns, headers)
+    assert evolution.added == (Column("City", "STRING"), Column("zip", "STRING"))
+    rescuing = replace(table, properties={"rescued_data_column": "_rescued"})
+    evolution = plan_evolution(spark, rescuing, source, store, list(headers), columns, headers)
+    assert (evolution.added, evolution.rescued[0]) == ((), Column("City", "STRING"))
+    # Read by place (no headers read), a CSV file names no columns.
+    assert plan_evolution(spark, table, source, store, ["a.csv"], columns) == Evolution()
