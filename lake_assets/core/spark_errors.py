@@ -39,6 +39,10 @@ _FIXES = {
         "make the MERGE source match each target row at most once (deduplicate it first)"
     ),
     "DELTA_CONCURRENT": "another writer changed the table at the same moment; run it again",
+    "DELTA_METADATA_CHANGED": (
+        "another statement changed the table's columns or properties at the same moment; "
+        "run it again"
+    ),
     "PARSE_SYNTAX_ERROR": "check the statement's syntax",
     "DIVIDE_BY_ZERO": "guard the divisor, for example with try_divide",
     "MISSING_AGGREGATION": "add the column to GROUP BY or wrap it in an aggregate",
@@ -125,6 +129,8 @@ SPARK_ERRORS: tuple[type[Exception], ...] = (PySparkException, Py4JJavaError)
 _LOST_APPEND_RACE = "DELTA_CONCURRENT_APPEND"
 # Delta's error when a writer that committed the same app id won the race to the log.
 _LOST_FENCE = "DELTA_CONCURRENT_TRANSACTION"
+# Delta's error when another writer changed the table's metadata since this statement read it.
+_LOST_METADATA_RACE = "DELTA_METADATA_CHANGED"
 
 
 class Failure(Flag):
@@ -135,6 +141,10 @@ class Failure(Flag):
     # DELTA_CONCURRENT_APPEND (of any subclass): another writer only appended files since this
     # statement read the table, so running it again, reading the table afresh, succeeds.
     LOST_APPEND_RACE = auto()
+    # DELTA_METADATA_CHANGED: another writer changed the table's metadata (an ALTER's columns,
+    # its properties) since this statement read the table; the statement, planned again from the
+    # table as it is now, commits.
+    LOST_METADATA_RACE = auto()
     # DELTA_CONCURRENT_TRANSACTION (ConcurrentTransactionException): a writer with the same
     # fence committed while this one ran, which wrote nothing, like a skipped write.
     LOST_FENCE = auto()
@@ -155,7 +165,7 @@ class Failure(Flag):
 
 # Marks anywhere in a failure's text (its condition, or a Java exception's name or message).
 _MARKS = {
-    Failure.CONCURRENT: ("DELTA_CONCURRENT",),
+    Failure.CONCURRENT: ("DELTA_CONCURRENT", _LOST_METADATA_RACE),
     Failure.UNAVAILABLE: ("IOException", "SocketTimeout", "Connection reset", "SlowDown"),
     Failure.FILE_MISSING: ("FileNotFoundException", "FILE_NOT_FOUND"),
 }
@@ -171,6 +181,8 @@ def classify(error: BaseException) -> Failure:
         failure |= Failure.LOST_APPEND_RACE
     if condition == _LOST_FENCE or f"[{_LOST_FENCE}]" in text:
         failure |= Failure.LOST_FENCE
+    if condition == _LOST_METADATA_RACE or f"[{_LOST_METADATA_RACE}]" in text:
+        failure |= Failure.LOST_METADATA_RACE
     for kind, marks in _MARKS.items():
         if any(mark in text for mark in marks):
             failure |= kind

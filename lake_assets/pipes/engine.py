@@ -14,6 +14,7 @@ from lake_assets.core.errors import LakeError
 from lake_assets.core.lifecycle import drop_object, name_taken
 from lake_assets.core.results import Result
 from lake_assets.core.settings import LakeSettings
+from lake_assets.core.spark_errors import Failure, retrying
 from lake_assets.core.ticks import DAEMON_LOOP_SECONDS, tick_period
 from lake_assets.pipes.copy_grammar import CopyIntoTable, copy_of
 from lake_assets.pipes.entry import IngestMode, PipeEntry, PipeKind, PipeStatus
@@ -34,6 +35,9 @@ from resources.storage import FileInfo, VolumeStore, split_location
 
 # Where tests kill this process to prove crash safety (LAKE_FAILPOINT=<name>).
 BEFORE_PURGE = "load-before-purge"
+# Tries of a load that keeps losing its commit to changes of the table's metadata, and the wait
+# before the second (doubled before each next).
+_METADATA_RACE_TRIES, _FIRST_WAIT_SECONDS = 4, 0.2
 
 # What a volume pipe does with a file it cannot load (its error is in load_history and DESC PIPE).
 
@@ -56,7 +60,25 @@ def ingest(
 ) -> LoadOutcome:
     """Load every pending file of the COPY's volume (or of `paths`, named by S3 events) once,
     and record the loaded files that changed since and are skipped; with PURGE, delete the
-    loaded ones."""
+    loaded ones. A load whose commit lost to another statement's change of the table's metadata
+    (an ALTER TABLE t ADD COLUMN meanwhile) committed nothing: it is planned again from the table
+    as it is now, so that both land."""
+    return retrying(
+        lambda: _ingest(spark, catalog, settings, copy, pipe, paths),
+        when=lambda failure: Failure.LOST_METADATA_RACE in failure,
+        attempts=_METADATA_RACE_TRIES,
+        first_wait=_FIRST_WAIT_SECONDS,
+    )
+
+
+def _ingest(
+    spark: SparkSession,
+    catalog: Catalog,
+    settings: LakeSettings,
+    copy: CopyIntoTable,
+    pipe: str | None,
+    paths: list[str] | None,
+) -> LoadOutcome:
     table = recorded_schema(catalog, catalog.get(TableEntry, copy.table))
     volume = catalog.get(VolumeEntry, copy.source.volume)
     store = store_of(catalog, settings, volume)

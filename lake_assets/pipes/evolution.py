@@ -1,8 +1,10 @@
 """Columns a load's files bring that its table lacks: with the table's `schema_evolution` they are
 added to the table in the load's own commit; with a `rescued_data_column` their values are kept
 there as JSON text; otherwise they are not loaded (as Snowflake's MATCH_BY_COLUMN_NAME leaves
-them). Parquet and JSON files name their columns; only a table that evolves or rescues pays the
-read that finds them (one Spark job over the batch)."""
+them). Parquet and JSON files name their columns and types; a CSV file read by name names its
+columns in its header, and its new ones are STRING (CSV carries no types). Only a table that
+evolves or rescues pays the read that finds them (one Spark job over the batch; for CSV, the
+headers the load reads anyway)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from pyspark.sql.types import StructField
 
 from lake_assets.core.entries import Column
 from lake_assets.pipes.diagnose import unreadable
+from lake_assets.pipes.headers import Headers
 from lake_assets.sql.types import type_text
 from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes.files import file_reader, load_files
@@ -24,7 +27,8 @@ from resources.storage import VolumeStore
 
 # The column Spark's JSON inference adds for lines that are not JSON (not a column of the file).
 _SPARK_CORRUPT_RECORD = "_corrupt_record"
-# The formats whose files name their columns, so a column the table lacks can be told.
+# The formats whose files name their columns with their types, so a column the table lacks can
+# be told (CSV names them only in a header read by name: see plan_evolution's `headers`).
 NAMED_FORMATS = ("PARQUET", "JSON")
 
 
@@ -86,20 +90,30 @@ def plan_evolution(
     store: VolumeStore,
     paths: list[str],
     columns: tuple[Column, ...],
+    headers: Headers | None = None,
 ) -> Evolution:
-    """The columns the batch's files bring beyond `columns`, and what the table does with them."""
+    """The columns the batch's files bring beyond `columns`, and what the table does with them.
+    A name is new when no column has it in any case, whatever MATCH_BY_COLUMN_NAME says: Delta
+    names columns in any case, so a table cannot hold both `Amount` and `amount`. A new column
+    keeps the first file's spelling of it, as Parquet and JSON columns do."""
     rescue = table.rescued_data_column
     evolves = table.schema_evolution
-    if not (evolves or rescue) or source.file_format not in NAMED_FORMATS or source.columns:
+    if not (evolves or rescue) or source.columns:
         return Evolution(rescue_column=rescue)
-    reader = file_reader(spark, source, store)
-    if source.file_format == "PARQUET":
-        reader = reader.option("mergeSchema", "true")
+    if headers is not None:  # CSV read by name: its header's names, as text
+        brought = [Column(name, "STRING") for names in headers.values() for name in names]
+    elif source.file_format in NAMED_FORMATS:
+        reader = file_reader(spark, source, store)
+        if source.file_format == "PARQUET":
+            reader = reader.option("mergeSchema", "true")
+        brought = [Column(f.name, type_text(f.dataType)) for f in _fields(reader, paths)]
+    else:
+        return Evolution(rescue_column=rescue)
     known = {column.name.lower() for column in columns}
     new: dict[str, Column] = {}
-    for field in _fields(reader, paths):
-        if field.name.lower() not in known and field.name != _SPARK_CORRUPT_RECORD:
-            new.setdefault(field.name.lower(), Column(field.name, type_text(field.dataType)))
+    for column in brought:
+        if column.name.lower() not in known and column.name != _SPARK_CORRUPT_RECORD:
+            new.setdefault(column.name.lower(), column)
     found = tuple(new.values())
     if evolves:
         return Evolution(added=found, rescue_column=rescue)

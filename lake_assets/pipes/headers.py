@@ -15,6 +15,24 @@ from resources.storage import VolumeStore
 
 # The columns each file is read with, by its path.
 Layouts = dict[str, tuple[Column, ...]]
+# The names each CSV file's header gives, by its path.
+Headers = dict[str, list[str]]
+
+
+def csv_headers(
+    spark: SparkSession,
+    source: VolumeSource,
+    store: VolumeStore,
+    paths: list[str],
+    match: ColumnMatch,
+) -> Headers | None:
+    """Each CSV file's header names when the COPY matches by name, read once for the load's
+    evolution and layouts alike: Spark's schema of a header without inference reads one line
+    (a Spark job per file), never the whole file; None for other COPYs."""
+    if match == ColumnMatch.NONE or source.file_format != "CSV":
+        return None
+    reader = file_reader(spark, source, store)
+    return {path: load_files(reader, [path]).columns for path in paths}
 
 
 def read_layouts(
@@ -24,18 +42,19 @@ def read_layouts(
     columns: tuple[Column, ...],
     paths: list[str],
     match: ColumnMatch,
+    headers: Headers | None = None,
 ) -> Layouts | None:
-    """Each CSV file's columns as its header names them (a Spark job of one line per file), or
+    """Each CSV file's columns as its header names them (`headers`, when read already), or
     each JSON file's keys matched in any case (a Spark job reading the file's keys); None when
     files are read by place, or by name already (JSON by exact names, Parquet)."""
-    reader = file_reader(spark, source, store)
     if source.file_format == "JSON" and match == ColumnMatch.CASE_INSENSITIVE:
+        reader = file_reader(spark, source, store)
         return {path: as_spelt(load_files(reader, [path]).columns, columns) for path in paths}
-    if match == ColumnMatch.NONE or source.file_format != "CSV":
+    if headers is None:
+        headers = csv_headers(spark, source, store, paths, match)
+    if headers is None:
         return None
-    return {
-        path: in_file_order(load_files(reader, [path]).columns, columns, match) for path in paths
-    }
+    return {path: in_file_order(headers[path], columns, match) for path in paths}
 
 
 def as_spelt(keys: list[str], columns: tuple[Column, ...]) -> tuple[Column, ...]:

@@ -31,7 +31,7 @@ from lake_assets.pipes.copy_options import SKIP_FILE, ColumnMatch, ErrorMode, On
 from lake_assets.pipes.diagnose import unreadable
 from lake_assets.pipes.evolution import Evolution, plan_evolution
 from lake_assets.pipes.file_formats import formats_of
-from lake_assets.pipes.headers import Layouts, read_layouts
+from lake_assets.pipes.headers import Layouts, csv_headers, read_layouts
 from lake_assets.pipes.load_records import (
     LOAD_MARKER,
     LoadRecord,
@@ -158,11 +158,12 @@ def load(
         return LoadOutcome(table.name, None, [], [])
     local = {store.spark_path(info.relative_path): info for info in files}
     columns = target_columns(table, source)
-    evolution = plan_evolution(spark, table, source, store, list(local), columns)
+    headers = csv_headers(spark, source, store, list(local), match)
+    evolution = plan_evolution(spark, table, source, store, list(local), columns, headers)
     source, columns = evolution.source(source), evolution.read_columns(columns)
     now = now_utc()
     batch = _Batch(table, columns, now, pipe, fence, evolution)
-    layouts = read_layouts(spark, source, store, columns, list(local), match)
+    layouts = read_layouts(spark, source, store, columns, list(local), match, headers)
     error: Exception | None = None
     try:
         if not formats_of(source).reads_leniently:

@@ -16,6 +16,7 @@ from lake_assets.core.spark_errors import Failure, retrying
 from lake_assets.core.writes import commit_write
 from lake_assets.sql.binding import referenced_tables
 from lake_assets.sql.statements import Dml
+from lake_assets.tables.columns import recorded_schema
 from lake_assets.tables.entry import TableEntry
 
 if TYPE_CHECKING:
@@ -50,7 +51,8 @@ def run_dml(spark: SparkSession, catalog: Catalog, stmt: Dml, bound: Bound) -> R
         with committing(spark, record, conf=conf):
             retrying_lost_append_races(lambda: spark.sql(bound.sql).collect())
 
-    target = catalog.get(TableEntry, stmt.target)
+    # A schema change cut off from its record is recorded before this write's newer version.
+    target = recorded_schema(catalog, catalog.get(TableEntry, stmt.target))
     return commit_write(spark, catalog, target, stmt.operation, bound.consuming, write)
 
 

@@ -137,6 +137,7 @@ def test_a_runs_other_failure_is_its_first_line_with_the_cause_to_read(
         ("[DELTA_CONCURRENT_APPEND.WITHOUT_HINT] Files were added", "LOST_APPEND_RACE|CONCURRENT"),
         ("[DELTA_CONCURRENT_TRANSACTION] This error occurs", "LOST_FENCE|CONCURRENT"),
         ("[DELTA_CONCURRENT_DELETE_READ] t", "CONCURRENT"),
+        ("[DELTA_METADATA_CHANGED] MetadataChangedException", "LOST_METADATA_RACE|CONCURRENT"),
         ("java.io.IOException: storage did not answer", "UNAVAILABLE"),
         ("IOException: java.io.FileNotFoundException: part-0", "UNAVAILABLE|FILE_MISSING"),
         ("[FAILED_READ_FILE.FILE_NOT_FOUND] gone", "FILE_MISSING"),
@@ -156,6 +157,19 @@ def test_transient_failures_are_lost_races_and_storage_without_a_missing_file() 
     assert classify(RuntimeError("SocketTimeoutException: Read timed out")).transient
     assert not classify(RuntimeError("IOException: java.io.FileNotFoundException: x")).transient
     assert not classify(RuntimeError("[DIVIDE_BY_ZERO]")).transient
+
+
+def test_a_lost_race_to_a_change_of_metadata_says_to_run_it_again() -> None:
+    error = Py4JJavaError(
+        "An error occurred while calling o90.save.\n"
+        ": org.apache.spark.sql.delta.MetadataChangedException: [DELTA_METADATA_CHANGED] "
+        "MetadataChangedException: The metadata of the Delta table has been changed by a "
+        "concurrent update. Please try the operation again."
+    )
+    assert as_lake_error(error, {}).fix == (
+        "another statement changed the table's columns or properties at the same moment; "
+        "run it again"
+    )
 
 
 def failing(texts: list[str], calls: list[str]) -> Callable[[], str]:

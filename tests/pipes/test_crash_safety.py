@@ -4,10 +4,7 @@ same COPY run again recovers — every file's rows exactly once, nothing purged 
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,10 +18,9 @@ from lake_assets.pipes.load_records import load_history
 from lake_assets.pipes.loading import AFTER_COMMIT, BEFORE_COMMIT
 from lake_assets.session import LakeSession
 from lake_assets.tables.entry import TableEntry
-from tests.crashes import Crash, crash_at
+from tests.crashes import Crash, crash_at, lake_sql_killed_at
 from tests.ingest_helpers import files, local_volume, message, put, rows
 
-ROOT = Path(__file__).resolve().parents[2]
 COPY = "COPY INTO t FROM VOLUME v USING CSV PURGE = TRUE"
 FILES = {"a.csv": "1,a\n2,b\n", "b.csv": "3,c\n", "day=2/c.csv": "4,d\n5,e\n6,f\n"}
 ROWS_PER_FILE = {"a.csv": 2, "b.csv": 1, "c.csv": 3}
@@ -46,19 +42,6 @@ def home(spark: SparkSession, tmp_path: Path) -> tuple[LakeSession, Path]:
     for name, content in FILES.items():
         put(volume, name, content)
     return lake, volume
-
-
-def lake_sql_killed_at(lake_home: Path, failpoint: str, sql: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "LAKE_HOME": str(lake_home), "LAKE_FAILPOINT": failpoint}
-    return subprocess.run(
-        [sys.executable, "-m", "lake_assets.cli", "sql", "-e", sql],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
 
 
 def load_commits(spark: SparkSession, lake: LakeSession) -> list[int]:

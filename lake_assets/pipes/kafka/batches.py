@@ -285,7 +285,8 @@ def run_batch(session: Context, name: str) -> BatchOutcome | None:
     if batch is None:
         return None
     failpoints.reached(KAFKA_PLANNED)
-    target = catalog.get(TableEntry, pipe.table)
+    # A schema change cut off from its record is recorded before this batch's newer version.
+    target = recorded_schema(catalog, catalog.get(TableEntry, pipe.table))
     ensure_log_intact(target)
     record = batch_record(pipe, batch)
     commit = find(spark, target.location, record, after=batch.table_version)
