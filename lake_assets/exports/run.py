@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
 from lake_assets.core import failpoints
+from lake_assets.core.delta import quote_name
 from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
 from lake_assets.core.log_check import ensure_log_intact
@@ -142,7 +143,7 @@ def export_range(session: Context, name: str, window: TimeRange) -> Outcome:
 
 
 def _schema(columns: Iterable[Column]) -> StructType:
-    schema = StructType.fromDDL(", ".join(f"`{c.name}` {c.type}" for c in columns))
+    schema = StructType.fromDDL(", ".join(f"{quote_name(c.name)} {c.type}" for c in columns))
     assert isinstance(schema, StructType), "a list of columns is a struct"
     return schema
 

@@ -16,7 +16,9 @@ from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField
 
+from lake_assets.core.delta import quote_name
 from lake_assets.core.entries import Column
+from lake_assets.core.names import HIDDEN_PREFIX
 from lake_assets.pipes.diagnose import unreadable
 from lake_assets.pipes.headers import Headers
 from lake_assets.sql.types import type_text
@@ -27,6 +29,9 @@ from resources.storage import VolumeStore
 
 # The column Spark's JSON inference adds for lines that are not JSON (not a column of the file).
 _SPARK_CORRUPT_RECORD = "_corrupt_record"
+# What no added column's name holds: what Delta refuses (without column mapping), and the
+# backtick that quotes names in SQL. A file's field so named is rescued, never added.
+_NOT_ADDED = frozenset(" ,;{}()\n\t=`")
 # The formats whose files name their columns with their types, so a column the table lacks can
 # be told (CSV names them only in a header read by name: see plan_evolution's `headers`).
 NAMED_FORMATS = ("PARQUET", "JSON")
@@ -64,7 +69,7 @@ class Evolution:
             return rows
         if not self.rescued:
             return rows.withColumn(self.rescue_column, F.lit(None).cast("string"))
-        values = [F.col(f"`{column.name}`") for column in self.rescued]
+        values = [F.col(quote_name(column.name)) for column in self.rescued]
         anything = reduce(or_, [value.isNotNull() for value in values])
         return rows.withColumn(self.rescue_column, F.when(anything, F.to_json(F.struct(*values))))
 
@@ -101,7 +106,12 @@ def plan_evolution(
     if not (evolves or rescue) or source.columns:
         return Evolution(rescue_column=rescue)
     if headers is not None:  # CSV read by name: its header's names, as text
-        brought = [Column(name, "STRING") for names in headers.values() for name in names]
+        brought = [
+            Column(name, "STRING")
+            for names in headers.values()
+            for place, name in enumerate(names)
+            if name != f"_c{place}"  # Spark's name for an empty header field: no name at all
+        ]
     elif source.file_format in NAMED_FORMATS:
         reader = file_reader(spark, source, store)
         if source.file_format == "PARQUET":
@@ -112,12 +122,18 @@ def plan_evolution(
     known = {column.name.lower() for column in columns}
     new: dict[str, Column] = {}
     for column in brought:
-        if column.name.lower() not in known and column.name != _SPARK_CORRUPT_RECORD:
-            new.setdefault(column.name.lower(), column)
+        name = column.name
+        if name.lower() not in known and name != _SPARK_CORRUPT_RECORD and _ours_to_take(name):
+            new.setdefault(name.lower(), column)
     found = tuple(new.values())
-    if evolves:
-        return Evolution(added=found, rescue_column=rescue)
-    return Evolution(rescued=found, rescue_column=rescue)
+    addable = tuple(c for c in found if evolves and not _NOT_ADDED & set(c.name))
+    rescued = tuple(c for c in found if c not in addable) if rescue else ()
+    return Evolution(added=addable, rescued=rescued, rescue_column=rescue)
+
+
+def _ours_to_take(name: str) -> bool:
+    """A file's name is never the lakehouse's own (its hidden columns), however it is spelt."""
+    return bool(name.strip()) and not name.lower().startswith(HIDDEN_PREFIX)
 
 
 def _fields(reader: DataFrameReader, paths: list[str]) -> list[StructField]:

@@ -11,6 +11,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+from lake_assets.core.delta import quote_name
 from lake_assets.core.entries import Column
 from lake_assets.core.names import hidden
 from lake_assets.volumes.files import format_options
@@ -46,7 +47,9 @@ def nulls_applied(
     listed string, the record is good, its value NULL."""
     if not null_if:
         return frame
-    strings = ", ".join([*(f"`{c.name}` STRING" for c in columns), f"`{corrupt}` STRING"])
+    strings = ", ".join(
+        [*(f"{quote_name(c.name)} STRING" for c in columns), f"{quote_name(corrupt)} STRING"]
+    )
     kept = format_options(source.file_format, source.options)
     options = {key: value for key, value in kept.items() if key not in _READER_ONLY}
     options |= {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": corrupt}
@@ -65,7 +68,7 @@ def nulls_applied(
 
 
 def _value(column: Column) -> SparkColumn:
-    return F.col(f"`{column.name}`")
+    return F.col(quote_name(column.name))
 
 
 def _listed(column: Column, null_if: tuple[str, ...]) -> SparkColumn:

@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+from lake_assets.core.delta import quote_name
 from lake_assets.core.entries import Column
 from lake_assets.core.names import hidden
 from lake_assets.pipes.copy_options import OnError
@@ -68,7 +69,7 @@ def parse_files(
         if missing and strict:
             raise _Malformed(missing[0])
         selected = [
-            F.col(f"`{present[c.name.lower()]}`").cast(c.type).alias(c.name)
+            F.col(quote_name(present[c.name.lower()])).cast(c.type).alias(c.name)
             if c.name.lower() in present
             else F.lit(None).cast(c.type).alias(c.name)
             for c in as_read(columns)
@@ -103,7 +104,7 @@ def _given(frame: DataFrame, columns: tuple[Column, ...]) -> DataFrame:
     present = {name.lower(): name for name in frame.columns}
     return frame.select(
         *[
-            F.col(f"`{present[c.name.lower()]}`").alias(c.name)
+            F.col(quote_name(present[c.name.lower()])).alias(c.name)
             if c.name.lower() in present
             else F.lit(None).cast(c.type).alias(c.name)
             for c in as_read(columns)
@@ -302,7 +303,7 @@ def as_table_rows(
 def _table_values(table: tuple[Column, ...], columns: tuple[Column, ...]) -> list[SparkColumn]:
     read = {c.name.lower(): c.name for c in columns}
     return [
-        F.col(f"`{read[c.name.lower()]}`").cast(t.type).alias(t.name)
+        F.col(quote_name(read[c.name.lower()])).cast(t.type).alias(t.name)
         for c, t in zip(table, as_read(table), strict=True)
     ]
 

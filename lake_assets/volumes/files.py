@@ -18,7 +18,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType, Tim
 from lake_assets.connections.entry import ConnectionEntry
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.commits import committing, new_record, newest, writer_options
-from lake_assets.core.delta import delta_ref, fetch_folder, remove_location
+from lake_assets.core.delta import delta_ref, fetch_folder, quote_name, remove_location
 from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
 from lake_assets.core.names import hidden
@@ -224,7 +224,7 @@ def read_files(
 
 
 def column_ddl(columns: tuple[Column, ...] | None) -> str:
-    return ", ".join(f"`{c.name}` {c.type}" for c in columns or ())
+    return ", ".join(f"{quote_name(c.name)} {c.type}" for c in columns or ())
 
 
 def export_path(stmt: CopyIntoVolume, tag: str) -> str:

@@ -163,5 +163,14 @@ def test_a_csv_headers_new_names_in_any_case_are_text_spelt_as_first_met() -> No
     rescuing = replace(table, properties={"rescued_data_column": "_rescued"})
     evolution = plan_evolution(spark, rescuing, source, store, list(headers), columns, headers)
     assert (evolution.added, evolution.rescued[0]) == ((), Column("City", "STRING"))
+    # An empty header field (Spark's `_c2`) names nothing; the lakehouse's own names are never a
+    # file's; a name Delta cannot hold, or with a backtick, is rescued, not added.
+    odd = {"c.csv": ["id", "__LAKE_rowid", "_c2", "a b", "x`y"]}
+    rescuing_evolving = replace(table, properties={**table.properties, **rescuing.properties})
+    evolution = plan_evolution(spark, rescuing_evolving, source, store, list(odd), columns, odd)
+    assert (evolution.added, evolution.rescued) == (
+        (),
+        (Column("a b", "STRING"), Column("x`y", "STRING")),
+    )
     # Read by place (no headers read), a CSV file names no columns.
     assert plan_evolution(spark, table, source, store, ["a.csv"], columns) == Evolution()

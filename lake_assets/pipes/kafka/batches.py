@@ -24,7 +24,7 @@ from sqlglot import exp
 from lake_assets.core import failpoints
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.commits import Fence, committing, decode, fence_lost, find, records
-from lake_assets.core.delta import row_changes
+from lake_assets.core.delta import quote_name, row_changes
 from lake_assets.core.entries import now_utc
 from lake_assets.core.errors import LakeError
 from lake_assets.core.log_check import ensure_log_intact
@@ -269,7 +269,7 @@ def _bad_messages(
         part.createOrReplaceTempView(copy.placeholder)
         frame = spark.sql(select)
         casts = [
-            F.col(f"`{name}`").cast(column.type)
+            F.col(quote_name(name)).cast(column.type)
             for name, column in zip(frame.columns, columns, strict=False)
         ]
         frame.select(*casts).write.format("noop").mode("overwrite").save()
