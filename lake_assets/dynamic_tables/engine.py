@@ -47,7 +47,7 @@ from lake_assets.tables.engine import (
     set_primary_key,
 )
 from lake_assets.tables.entry import TableEntry, declared_key
-from lake_assets.views.reading import Find, base_relations, path_to
+from lake_assets.views.reading import base_relations, refuse_cycle
 
 if TYPE_CHECKING:
     from lake_assets.core.kind import Context
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 # Delta takes these characters in column names only with column mapping, which a dynamic table
 # turns on when its result has such a name (Spark's for an unnamed expression: `sum(amount)`).
 _MAPPED_COLUMN_NAME = re.compile(r"[ ,;{}()\n\t=]")
+_ACYCLIC = "dynamic tables must form a graph without cycles; read the sources instead"
 
 
 # CREATE / DROP / ALTER
@@ -89,7 +90,7 @@ def create_dynamic_table(session: Context, stmt: CreateDynamicTable) -> Result:
     expression = query_of(catalog, stmt.name, stmt.query.expression)
     stored = {name: catalog.stored(name) for name in base_relations(sources, catalog.find_relation)}
     # Checked now, before any Spark work, and again as the entry is written (below).
-    _refuse_cycle(catalog.find_relation, stmt.name, sources)
+    refuse_cycle("dynamic table", stmt.name, sources, catalog.find_relation, _ACYCLIC)
     query = runnable(
         expression,
         {name: [c.name for c in relation.columns] for name, relation in stored.items()},
@@ -190,7 +191,13 @@ def _register(
     replaced."""
 
     def acyclic(view: CatalogView) -> None:
-        _refuse_cycle(lambda name: view.find_in(RELATION, name), entry.name, entry.sources)
+        refuse_cycle(
+            "dynamic table",
+            entry.name,
+            entry.sources,
+            lambda name: view.find_in(RELATION, name),
+            _ACYCLIC,
+        )
 
     if or_replace:
         return catalog.replace(entry, acyclic)
@@ -246,16 +253,6 @@ def _column_names(stmt: CreateDynamicTable, produced: list[str]) -> list[str]:
             )
     refuse_repeated_columns(f"dynamic table {stmt.name}", names)
     return names
-
-
-def _refuse_cycle(find: Find, name: str, sources: tuple[str, ...]) -> None:
-    """A dynamic table may not read itself, directly or through other dynamic tables or views."""
-    path = path_to(name, sources, find, [name])
-    if path is not None:
-        raise LakeError(
-            f"dynamic table {name} would read itself: {' → '.join(path)}",
-            "dynamic tables must form a graph without cycles; read the sources instead",
-        )
 
 
 def drop_dynamic_table(session: Context, stmt: DropObject) -> Result:

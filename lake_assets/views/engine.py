@@ -19,10 +19,12 @@ from lake_assets.sql.types import type_text
 from lake_assets.streams.entry import StreamEntry
 from lake_assets.views.entry import ViewEntry
 from lake_assets.views.grammar import CreateView
-from lake_assets.views.reading import Find, path_to
+from lake_assets.views.reading import refuse_cycle
 
 if TYPE_CHECKING:
     from lake_assets.core.kind import Context
+
+_READ_INSTEAD = "read the relations it stands for instead of the view"
 
 
 def create_view(session: Context, stmt: CreateView) -> Result:
@@ -34,7 +36,7 @@ def create_view(session: Context, stmt: CreateView) -> Result:
     sources = tuple(referenced_tables(stmt.query.expression))
     relations = {name: catalog.relation(name) for name in sources}
     _refuse_streams(stmt.name, [n for n, r in relations.items() if isinstance(r, StreamEntry)])
-    _refuse_cycle(stmt.name, sources, catalog.find_relation)  # before Spark, and as it is written
+    refuse_cycle("view", stmt.name, sources, catalog.find_relation, _READ_INSTEAD)  # before Spark
     bound = session.bind(stmt.query)
     try:
         schema = session.spark.sql(bound.sql).schema  # Spark's analysis: no job runs
@@ -46,7 +48,9 @@ def create_view(session: Context, stmt: CreateView) -> Result:
     entry = ViewEntry(stmt.name, stmt.query_text, sources, columns, stmt.comment)
 
     def check(view: CatalogView) -> None:
-        _refuse_cycle(stmt.name, sources, lambda name: view.find_in(RELATION, name))
+        refuse_cycle(
+            "view", stmt.name, sources, lambda name: view.find_in(RELATION, name), _READ_INSTEAD
+        )
         _keeps_columns(view, entry)
 
     if stmt.or_replace and catalog.replace(entry, check) is not None:
@@ -64,16 +68,6 @@ def _refuse_streams(name: str, streams: list[str]) -> None:
             "that reads it, and a view would hide which statement that is",
             f"read {streams[0]} in the statement or task that consumes it "
             f"(INSERT INTO … SELECT … FROM {streams[0]})",
-        )
-
-
-def _refuse_cycle(name: str, sources: tuple[str, ...], find: Find) -> None:
-    """A view may not read itself, directly or through other views or dynamic tables."""
-    path = path_to(name, sources, find, [name])
-    if path is not None:
-        raise LakeError(
-            f"view {name} would read itself: {' → '.join(path)}",
-            "read the relations it stands for instead of the view",
         )
 
 

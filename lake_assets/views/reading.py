@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from sqlglot import exp
 
 from lake_assets.core.entries import RELATION, CatalogObject
+from lake_assets.core.errors import LakeError
 from lake_assets.sql.binding import table_references
 from lake_assets.sql.grammar import Grammar
 from lake_assets.sql.statements import Query
@@ -69,14 +70,22 @@ def relations_named(entry: CatalogObject) -> tuple[str, ...]:
     return tuple(names)
 
 
-def path_to(target: str, sources: Iterable[str], find: Find, path: list[str]) -> list[str] | None:
+def refuse_cycle(what: str, name: str, sources: Iterable[str], find: Find, fix: str) -> None:
+    """A relation (`what` says its kind) may not read itself, directly or through the views and
+    dynamic tables it reads."""
+    path = _path_to(name, sources, find, [name])
+    if path is not None:
+        raise LakeError(f"{what} {name} would read itself: {' → '.join(path)}", fix)
+
+
+def _path_to(target: str, sources: Iterable[str], find: Find, path: list[str]) -> list[str] | None:
     """A way from `sources` back to `target` through what each relation reads, or None."""
     for source in sources:
         if source == target:
             return [*path, source]
         entry = find(source) if source not in path else None
         if entry is not None:
-            found = path_to(target, relations_named(entry), find, [*path, source])
+            found = _path_to(target, relations_named(entry), find, [*path, source])
             if found is not None:
                 return found
     return None

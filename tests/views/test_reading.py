@@ -3,13 +3,15 @@ name, views over views too, and what it reads in the end; Spark-free."""
 
 from __future__ import annotations
 
+import pytest
 import sqlglot
 
 from lake_assets.core.entries import CatalogObject, Column
+from lake_assets.core.errors import LakeError
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.tables.entry import TableEntry
 from lake_assets.views.entry import ViewEntry
-from lake_assets.views.reading import base_relations, inline_views, path_to, views_read
+from lake_assets.views.reading import base_relations, inline_views, refuse_cycle, views_read
 
 A = (Column("a", "INT"),)
 CATALOG: dict[str, CatalogObject] = {
@@ -52,6 +54,8 @@ def test_the_relations_read_in_the_end_and_the_views_on_the_way() -> None:
 
 
 def test_a_way_back_is_found_through_views_and_dynamic_tables() -> None:
-    assert path_to("d", ("w",), CATALOG.get, ["d"]) is None
+    refuse_cycle("dynamic table", "d", ("w",), CATALOG.get, "fix")  # no way back: no error
     # v reading d would close d → w → v → d.
-    assert path_to("v", ("d",), CATALOG.get, ["v"]) == ["v", "d", "w", "v"]
+    with pytest.raises(LakeError) as caught:
+        refuse_cycle("view", "v", ("d",), CATALOG.get, "read the tables")
+    assert str(caught.value) == "view v would read itself: v → d → w → v — read the tables"
