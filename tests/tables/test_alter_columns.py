@@ -1,4 +1,5 @@
-"""ALTER TABLE's column changes on real Spark + Delta, under a stream, a dynamic table and a COPY:
+"""ALTER TABLE's column changes on real Spark + Delta, under a stream, a dynamic table, a COPY, a
+task and an export:
 what each shows after the change, what is refused, and a crash between Delta's ALTER and the
 catalog's record made good from the log."""
 
@@ -107,3 +108,27 @@ def test_a_crash_between_the_alter_and_its_record_is_made_good_from_the_log(
         "table t has no column a"
     )
     assert rows(lake, "SELECT amount FROM t") == [(10,)]
+
+
+def test_a_task_and_an_export_read_a_column_added_under_them(lake: LakeSession) -> None:
+    lake.sql(
+        "CREATE TABLE t (id INT PRIMARY KEY, a INT);"
+        "ALTER TABLE t SET PROPERTIES ('change_tracking' = 'true');"
+        "CREATE TABLE copied (id INT, a INT, c STRING);"
+        "CREATE STREAM s ON TABLE t;"
+        "CREATE CHANGELOG EXPORT e FROM TABLE t TO TABLE r;"
+        "INSERT INTO t VALUES (1, 10)"
+    )
+    lake.sql("ALTER TABLE t ADD COLUMN c STRING; UPDATE t SET c = 'x' WHERE id = 1")
+    # a task created after the change names the new column; its stream shows it
+    lake.sql("CREATE TASK k AS INSERT INTO copied SELECT id, a, c FROM s; EXECUTE TASK k")
+    assert rows(lake, "SELECT * FROM copied") == [(1, 10, "x")]
+    lake.sql(
+        "EXPORT CHANGELOG e (START_TIMESTAMP_MILLIS => 0, END_TIMESTAMP_MILLIS => 9999999999999)"
+    )
+    assert rows(
+        lake, "SELECT id, column_name, column_value, op_type FROM r ORDER BY version, column_name"
+    ) == [
+        (1, "a", "10", "U"),
+        (1, "c", "x", "U"),  # the export's records carry the new column from its commit on
+    ]
