@@ -1,7 +1,6 @@
 """ALTER TABLE's column changes on real Spark + Delta, under a stream, a dynamic table, a COPY, a
-task and an export:
-what each shows after the change, what is refused, and a crash between Delta's ALTER and the
-catalog's record made good from the log."""
+task and an export: what each shows after the change, what is refused, and a crash between Delta's
+ALTER and the catalog's record made good from the log."""
 
 from __future__ import annotations
 
