@@ -44,6 +44,7 @@ from lake_assets.sql.grammar import OVERWRITE
 from lake_assets.sql.statements import Query
 from lake_assets.streams import offsets
 from lake_assets.streams.reading import StreamRead
+from lake_assets.tables.columns import recorded_schema
 from lake_assets.tables.engine import create_table, drop_table
 from lake_assets.tables.entry import TableEntry
 from lake_assets.tables.grammar import CreateTable, DropTable
@@ -224,7 +225,7 @@ class Session:
             )
             writer.options(**writer_options(record)).save(location)
 
-        target = catalog.get(TableEntry, name)
+        target = recorded_schema(catalog, catalog.get(TableEntry, name))
         return commit_write(
             spark,
             catalog,

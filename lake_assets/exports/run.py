@@ -31,6 +31,7 @@ from lake_assets.exports.records import (
 )
 from lake_assets.exports.scan import Span, key_columns, scan, source_of
 from lake_assets.exports.writing import Records, to_table, to_volume
+from lake_assets.tables.columns import recorded_schema
 from lake_assets.tables.entry import TableEntry
 
 # Where tests kill this process to prove crash safety (LAKE_FAILPOINT=<name>).
@@ -104,7 +105,8 @@ def export_range(session: Context, name: str, window: TimeRange) -> Outcome:
     export = catalog.get(ExportEntry, name)
     source = source_of(catalog, export.source)
     keys, values = key_columns(source, export.key)
-    table = catalog.get(TableEntry, export.status_table)
+    # A change of its columns cut off from its record is recorded before this newer version.
+    table = recorded_schema(catalog, catalog.get(TableEntry, export.status_table))
     ensure_log_intact(table)  # before the range is written: its row follows the records
     runs = _retrying(export, lambda: status.runs(spark, table, name, source.name))
     span = scan(spark, source, window, runs)
@@ -136,7 +138,8 @@ def export_range(session: Context, name: str, window: TimeRange) -> Outcome:
     session.committing(
         table.name,
         lambda: _retrying(
-            export, lambda: status.record(spark, catalog, catalog.get(TableEntry, table.name), run)
+            export,
+            lambda: status.record(spark, catalog, catalog.get(TableEntry, table.name), run),
         ),
     )
     return Outcome(export, window, span, counts)

@@ -24,6 +24,7 @@ from lake_assets.core.writes import record_commit_state
 from lake_assets.exports.entry import ExportEntry
 from lake_assets.exports.grammar import TimeRange
 from lake_assets.exports.records import OP_TYPE, OpType
+from lake_assets.tables.columns import recorded_schema
 from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes.entry import VolumeEntry
 from lake_assets.volumes.files import file_name, put_single, staged, staged_parquet, store_of
@@ -59,7 +60,7 @@ def to_table(
     """Replace the range's records in the export's table in one commit."""
     assert export.to_table is not None
     catalog, spark = session.catalog, session.spark
-    target = catalog.get(TableEntry, export.to_table)
+    target = recorded_schema(catalog, catalog.get(TableEntry, export.to_table))
     ensure_log_intact(target)
     in_range = f"version >= {window.start} AND version < {window.end}"
     record = new_record(EXPORT_MARKER, export=export.name, range=window.label)

@@ -257,7 +257,7 @@ def optimize(session: Context, stmt: Optimize) -> Result:
     """Lay a clustered table's files out by its clustering columns, or compact the small files
     of another (a dynamic table's too): one commit that changes no row, so that readers of the
     table's changes see none."""
-    target = session.catalog.stored(stmt.name)  # before Spark: unknown names fail without a JVM
+    target = _stored_relation(session, stmt.name)  # before Spark: unknown names fail without a JVM
     if stmt.full and not _cluster_by(session.catalog, target):
         first = f" (or cluster it first: ALTER TABLE {target.name} CLUSTER BY (col, …))"
         raise LakeError(

@@ -131,3 +131,19 @@ def test_a_task_and_an_export_read_a_column_added_under_them(lake: LakeSession) 
         (1, "a", "10", "U"),
         (1, "c", "x", "U"),  # the export's records carry the new column from its commit on
     ]
+
+
+def test_an_optimize_after_a_cut_off_alter_records_the_alters_columns_first(
+    lake: LakeSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lake.sql("CREATE TABLE t (id INT); INSERT INTO t VALUES (1)")
+    crash_at(monkeypatch, SCHEMA_COMMITTED)
+    with pytest.raises(Crash):
+        lake.sql("ALTER TABLE t ADD COLUMN note STRING")
+    monkeypatch.undo()
+    lake.sql("OPTIMIZE t")  # a newer version than the ALTER's, recorded after its columns
+    entry = lake.catalog.get(TableEntry, "t")
+    assert ([c.name for c in entry.columns], entry.schema_change) == (
+        ["id", "note"],
+        "added column note STRING",
+    )
