@@ -123,6 +123,7 @@ class Catalog:
                 )
             if check is not None:
                 check(view)
+            _forget(conn, entry.NAMESPACE, entry.name)
             conn.execute(sa.insert(_objects).values(_row(created)))
         return created
 
@@ -267,6 +268,7 @@ class Catalog:
                 .where(_objects.c.namespace == kind.NAMESPACE, _objects.c.name == name)
                 .values(name=new_name)
             )
+            _forget(conn, kind.NAMESPACE, new_name)
             for owned in owned_in(kind.NAMESPACE):
                 column = owned.table.c[owned.column]
                 conn.execute(
@@ -293,8 +295,7 @@ class Catalog:
                 _objects.c.namespace == entry.NAMESPACE, _objects.c.name == entry.name
             )
         )
-        for owned in owned_in(entry.NAMESPACE):
-            conn.execute(sa.delete(owned.table).where(owned.table.c[owned.column] == entry.name))
+        _forget(conn, entry.NAMESPACE, entry.name)
 
     # A relation's state: the newest commit's version and row count
 
@@ -321,6 +322,14 @@ class Catalog:
                     where=insert.excluded.version > _table_state.c.version,
                 )
             )
+
+
+def _forget(conn: Connection, namespace: str, name: str) -> None:
+    """Delete what the kinds keep under a name: with its object when it goes, and before a new
+    object takes the name, rows a writer racing a DROP or RENAME left there (a load recorded
+    after its table was renamed) are not the new object's."""
+    for owned in owned_in(namespace):
+        conn.execute(sa.delete(owned.table).where(owned.table.c[owned.column] == name))
 
 
 def _with_state() -> sa.Select:

@@ -105,3 +105,15 @@ def test_a_renamed_table_is_read_loaded_and_streamed_under_its_new_name(
     assert refused(lake, "SELECT * FROM t").startswith("table t does not exist")
     lake.sql("CREATE TABLE t (id INT)")  # the old name is free, with a Delta table of its own
     assert rows(lake, "SELECT COUNT(*) FROM t") == [(0,)]
+
+
+def test_what_a_racing_writer_left_under_a_name_is_not_the_next_tables(tmp_path: Path) -> None:
+    catalog = Catalog(tmp_path / "catalog.db")
+    catalog.add(entry("t"))
+    catalog.rename(TableEntry, "t", "u")
+    record_loads(catalog, "t", [LOADED], 1)  # a COPY that began before the rename records late
+    record_loads(catalog, "v", [LOADED], 1)
+    catalog.add(entry("t"))  # a new table of the old name loads the file again
+    assert load_history(catalog, "t") == []
+    catalog.rename(TableEntry, "u", "v")
+    assert load_history(catalog, "v") == []
