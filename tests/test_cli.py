@@ -117,9 +117,11 @@ def test_unknown_table_is_reported_without_starting_spark(tmp_path: Path) -> Non
 
 
 def test_unsupported_statement_says_so(tmp_path: Path) -> None:
-    failed = lake(tmp_path, "sql", "-e", "CREATE VIEW v AS SELECT 1")
+    failed = lake(tmp_path, "sql", "-e", "CREATE MATERIALIZED VIEW v AS SELECT 1")
     assert failed.returncode == 1
-    assert failed.stderr.startswith("error: statement 1: not supported yet: CREATE VIEW V")
+    assert failed.stderr.startswith(
+        "error: statement 1: not supported yet: CREATE MATERIALIZED VIEW …"
+    )
 
 
 def test_debug_shows_the_traceback(tmp_path: Path) -> None:
