@@ -65,15 +65,27 @@ def fence_at(
     A commit from before numbers were recorded counts as its version, and with none of the kind
     in the history kept the number is the oldest version kept: a number is never more than its
     commit's version, so both are above any number committed before."""
+    found, oldest = newest_record(spark, location, marker, version)
+    if found is None:
+        return Fence(app_id, version, oldest), None
+    commit, record = found
+    return Fence(app_id, version, record.get(_TXN, commit.version) + 1), found
+
+
+def newest_record(
+    spark: SparkSession | None, location: str, marker: str, version: int
+) -> tuple[tuple[Commit, dict] | None, int]:
+    """The newest commit of `marker`'s kind at or before `version`, with its record (None when
+    the history kept has none), and the oldest version looked at."""
     oldest = version
     for commit in _newest_first(spark, location):
         if commit.version > version:
             continue
         record = decode(commit.user_metadata, marker)
         if record is not None:
-            return Fence(app_id, version, record.get(_TXN, commit.version) + 1), (commit, record)
+            return (commit, record), commit.version
         oldest = commit.version
-    return Fence(app_id, version, oldest), None
+    return None, oldest
 
 
 def _numbered(record: dict[str, Any], fence: Fence | None) -> str:

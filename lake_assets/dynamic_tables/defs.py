@@ -7,6 +7,7 @@ from dagster import (
     AssetCheckKey,
     AssetExecutionContext,
     AssetKey,
+    AssetMaterialization,
     AssetsDefinition,
     AutomationCondition,
     DagsterEventType,
@@ -27,6 +28,7 @@ from dagster import (
 
 from lake_assets.automation import (
     AUTOMATION_INTERVAL_SECONDS,
+    DATA_VERSION_TAG,
     LOAD_RUN_TAG,
     REFRESHES_IN_LOAD_RUN,
     automation_sensor,
@@ -39,9 +41,9 @@ from lake_assets.core.rendering import markdown_text
 from lake_assets.core.settings import LakeSettings
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.kind import AUTOMATION_SENSOR
-from lake_assets.dynamic_tables.refresh import RefreshOutcome, record_skipped, refresh
+from lake_assets.dynamic_tables.refresh import Refreshed, RefreshOutcome, record_skipped, refresh
 from lake_assets.dynamic_tables.refreshes import RefreshTrigger
-from lake_assets.dynamic_tables.steps.lower import sources_of
+from lake_assets.dynamic_tables.snapshots import sources_of
 from resources.catalog import CatalogResource
 from resources.spark import DeltaSparkResource
 
@@ -118,6 +120,23 @@ def _metadata(outcome: RefreshOutcome, entry: DynamicTableEntry) -> _Metadata:
     }
 
 
+def _reporter(context: AssetExecutionContext, catalog: Catalog) -> Refreshed:
+    """A dynamic table upstream refreshed first by this one's refresh: an event of its asset."""
+
+    def report(outcome: RefreshOutcome) -> None:
+        refreshed = catalog.get(DynamicTableEntry, outcome.name)
+        context.log.info(f"{outcome.name} first: {outcome.summary()}")
+        context.instance.report_runless_asset_event(
+            AssetMaterialization(
+                outcome.name,
+                metadata=_metadata(outcome, refreshed),
+                tags={DATA_VERSION_TAG: str(outcome.version)},
+            )
+        )
+
+    return report
+
+
 def refresh_after_source_updates(name: str) -> AutomationCondition[AssetKey | AssetCheckKey]:
     """Dagster's eager(), but a source update counts as handled only by a refresh requested after
     it, or by the refresh that followed it in the run that made it (a load's run:
@@ -181,7 +200,9 @@ def dynamic_table_asset(
             record_skipped(lake, entry.name, trigger, reason)
             context.log.warning(f"{entry.name}: SKIPPED, {reason}")
             return
-        outcome = refresh(spark.spark_session, lake, entry.name, trigger)
+        outcome = refresh(
+            spark.spark_session, lake, entry.name, trigger, upstream=_reporter(context, lake)
+        )
         context.log.info(outcome.summary())
         if outcome.mode is None:
             return

@@ -14,12 +14,12 @@ from lake_assets.dynamic_tables.grammar import ExplainDynamicTable, ShowRefreshH
 from lake_assets.dynamic_tables.refreshes import REFRESHES, RefreshMode, RefreshRecord
 from lake_assets.dynamic_tables.rewrites import notes
 from lake_assets.dynamic_tables.runtime.pruning import restricted
+from lake_assets.dynamic_tables.snapshots import sources_of
 from lake_assets.dynamic_tables.steps.lower import (
     definition_of,
     plan_of,
     query_of,
     source_columns,
-    sources_of,
 )
 from lake_assets.dynamic_tables.steps.read_sources import untracked
 from lake_assets.sql.binding import referenced_tables
@@ -105,6 +105,7 @@ def describe_dynamic_table(session: Context, stmt: DescribeObject) -> Result:
         sources=", ".join(
             f"{name}@{read[name]}" if name in read else name for name in entry.sources
         ),
+        base_tables=_versions(committed.base_tables) if committed else None,
         columns=", ".join(f"{c.name} {c.type}" for c in entry.columns),
         primary_key=", ".join(entry.primary_key) or None,
         refresh_interval=_interval_text(entry.refresh_interval_seconds),
@@ -127,7 +128,7 @@ def describe_dynamic_table(session: Context, stmt: DescribeObject) -> Result:
 
 HISTORY_COLUMNS = [
     "name", "state", "refresh_mode", "refresh_trigger", "start_time", "end_time", "duration",
-    "source_tables", "rows_inserted", "rows_deleted", "error_message", "reason",
+    "source_tables", "rows_inserted", "rows_deleted", "error_message", "reason", "base_tables",
 ]  # fmt: skip
 
 
@@ -141,12 +142,19 @@ def show_refresh_history(session: Context, stmt: ShowRefreshHistory) -> Result:
             (
                 r.name, r.state, r.refresh_mode, r.refresh_trigger, r.start_time, r.end_time,
                 round(r.duration, 3),
-                ", ".join(f"{name}@{version}" for name, version in r.source_tables.items()),
-                r.rows_inserted, r.rows_deleted, r.error_message, r.reason,
+                _versions(r.source_tables), r.rows_inserted, r.rows_deleted, r.error_message,
+                r.reason, _versions(r.base_tables) if r.base_tables is not None else None,
             )
             for r in REFRESHES.newest_first(catalog, stmt.name)
         ],
     )  # fmt: skip
+
+
+def _versions(versions: dict[str, int] | None) -> str | None:
+    """Versions read or reflected, as `name@version`, by name."""
+    if not versions:
+        return None
+    return ", ".join(f"{name}@{version}" for name, version in sorted(versions.items()))
 
 
 def explain_dynamic_table(session: Context, stmt: ExplainDynamicTable) -> Result:

@@ -8,8 +8,6 @@ import uuid
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from pyspark.sql import SparkSession
-
 from lake_assets.core.catalog import Catalog, CatalogView
 from lake_assets.core.delta import quote_name, sql_string
 from lake_assets.core.entries import RELATION, Column
@@ -30,7 +28,7 @@ from lake_assets.dynamic_tables.grammar import (
 )
 from lake_assets.dynamic_tables.lowering import classify
 from lake_assets.dynamic_tables.operators.stage import stage_views
-from lake_assets.dynamic_tables.refresh import refresh
+from lake_assets.dynamic_tables.refresh import Refreshed, refresh
 from lake_assets.dynamic_tables.refreshes import RefreshTrigger
 from lake_assets.dynamic_tables.rewrites import runnable
 from lake_assets.dynamic_tables.runtime.sources import schema_of
@@ -146,14 +144,13 @@ def create_dynamic_table(session: Context, stmt: CreateDynamicTable) -> Result:
     properties = {"delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": vectors}
     if any(_MAPPED_COLUMN_NAME.search(column.name) for column in columns):
         properties["delta.columnMapping.mode"] = "name"
-    result = _create(spark, catalog, entry, definitions, properties, stmt.or_replace)
+    result = _create(session, entry, definitions, properties, stmt.or_replace)
     session.committed(entry.name)  # its first refresh filled it: an event of its asset
     return result
 
 
 def _create(
-    spark: SparkSession,
-    catalog: Catalog,
+    session: Context,
     entry: DynamicTableEntry,
     definitions: list[str],
     properties: dict[str, str],
@@ -161,6 +158,7 @@ def _create(
 ) -> Result:
     """Create the Delta table, register it and run the first refresh; whatever fails on the
     way, nothing is left behind (the replaced table is back) and the failure is raised."""
+    spark, catalog = session.spark, session.catalog
     try:
         create_delta_table(spark, entry.location, definitions, entry.comment, properties)
         replaced = _register(catalog, entry, or_replace)
@@ -170,7 +168,9 @@ def _create(
     verb = "replaced" if replaced is not None else "created"
     try:
         catalog.record_table_state(entry, 0, 0)
-        outcome = refresh(spark, catalog, entry.name, RefreshTrigger.CREATION)
+        outcome = refresh(
+            spark, catalog, entry.name, RefreshTrigger.CREATION, upstream=_heard(session)
+        )
     except LakeError as error:
         _undo_create(catalog, entry, replaced)
         what = f"dynamic table {entry.name} was not {verb}: {error.what}"
@@ -267,10 +267,16 @@ def drop_dynamic_table(session: Context, stmt: DropObject) -> Result:
 
 
 def refresh_dynamic_table(session: Context, stmt: RefreshDynamicTable) -> Result:
-    return session.committing(
-        stmt.name,
-        lambda: Result.status(refresh(session.spark, session.catalog, stmt.name).summary()),
-    )
+    def run() -> Result:
+        outcome = refresh(session.spark, session.catalog, stmt.name, upstream=_heard(session))
+        return Result.status(outcome.summary())
+
+    return session.committing(stmt.name, run)
+
+
+def _heard(session: Context) -> Refreshed:
+    """A refresh of an upstream dynamic table made for one downstream is heard as a commit."""
+    return lambda outcome: session.committed(outcome.name)
 
 
 def alter_dynamic_table(session: Context, stmt: AlterDynamicTable) -> Result:

@@ -15,6 +15,7 @@ from lake_assets.core.commits import decode
 from lake_assets.core.database import TEXT, owned_table
 from lake_assets.core.delta import Commit, row_changes
 from lake_assets.core.entries import RELATION
+from lake_assets.core.errors import LakeError
 from lake_assets.core.history import History
 
 # The first key of a refresh commit's record.
@@ -36,12 +37,19 @@ class RefreshMode(StrEnum):
 
 
 class RefreshTrigger(StrEnum):
-    """Who asked for a refresh: its creation, a person, its interval, or a source's change."""
+    """Who asked for a refresh: its creation, a person, its interval, a source's change, or a
+    refresh of a table reading it (which first brings it to the base versions it reads)."""
 
     CREATION = "CREATION"
     MANUAL = "MANUAL"
     SCHEDULED = "SCHEDULED"
     UPSTREAM = "UPSTREAM"
+    DOWNSTREAM = "DOWNSTREAM"
+
+
+class RefreshRaced(LakeError):
+    """Another refresh committed since this one planned (of the table, or of one it reads, to
+    newer versions than its snapshot): it wrote nothing, and planning again starts from there."""
 
 
 @dataclass(frozen=True)
@@ -58,8 +66,10 @@ class Read:
 
 @dataclass
 class RefreshCommit:
-    """The record a refresh's commit carries (its userMetadata): the versions it reflects, from
-    which the next refresh starts, and what it did. Filled in as the refresh decides."""
+    """The record a refresh's commit carries (its userMetadata): the versions it read, from
+    which the next refresh starts, the versions of the base tables it reflects through them
+    (`bases`: the tables under the dynamic tables it reads, see snapshots), and what it did.
+    Filled in as the refresh decides."""
 
     trigger: RefreshTrigger
     start: str
@@ -70,6 +80,7 @@ class RefreshCommit:
     # Set when every row was replaced: how many the table held before.
     replaced_rows: int | None = None
     stages: dict[str, Read] = field(default_factory=dict)
+    bases: dict[str, Read] = field(default_factory=dict)
 
     @property
     def versions(self) -> dict[str, int]:
@@ -88,6 +99,8 @@ class RefreshCommit:
         record.update({key: value for key, value in optional.items() if value is not None})
         if self.stages:
             record["stages"] = _reads_json(self.stages)
+        if self.bases:
+            record["bases"] = _reads_json(self.bases)
         return record
 
     @classmethod
@@ -106,6 +119,7 @@ class RefreshCommit:
             str(reason) if reason is not None else None,
             int(str(replaced)) if replaced is not None else None,
             _reads(record.get("stages", {})),
+            _reads(record.get("bases", {})),
         )
 
 
@@ -137,6 +151,8 @@ class RefreshRecord:
     error_message: str | None = None
     reason: str | None = None
     dt_version: int | None = None
+    # The base tables' versions it reflects (name → version), when it succeeded.
+    base_tables: dict[str, int] | None = None
 
 
 def committed(name: str, commit: Commit, record: RefreshCommit | None = None) -> RefreshRecord:
@@ -161,6 +177,7 @@ def committed(name: str, commit: Commit, record: RefreshCommit | None = None) ->
         record.tag, name, RefreshState.SUCCEED, record.mode, record.trigger, record.start,
         end.isoformat(timespec="milliseconds"), max(duration, 0.0), record.versions, inserted,
         deleted, None, record.reason, commit.version,
+        {name: read.version for name, read in record.bases.items()},
     )  # fmt: skip
 
 
@@ -182,6 +199,7 @@ REFRESHES = History(
         sa.Column("error_message", TEXT),
         sa.Column("reason", TEXT),
         sa.Column("dt_version", sa.BigInteger),
+        sa.Column("base_tables", TEXT),
         sa.Index("refresh_history_by_name", "name", "start_time"),
     ),
     RefreshRecord,

@@ -14,7 +14,8 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import Column
 from lake_assets.core.settings import LakeSettings
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
-from lake_assets.dynamic_tables.steps.lower import definition_of, sources_of
+from lake_assets.dynamic_tables.snapshots import sources_of
+from lake_assets.dynamic_tables.steps.lower import definition_of
 from lake_assets.kinds import parse_statement
 from lake_assets.session import LakeSession
 from lake_assets.sql.statements import Query

@@ -53,13 +53,14 @@ def _merged_one(query: exp.Select, derived: exp.Subquery) -> exp.Select | None:
     if _reads_subqueries(inner):
         return None  # beside joins, a subquery's correlation could name another FROM item
     table = (inner.args.get("from_") or inner.args["from"]).this
-    outputs = _outputs(derived)
+    # `SELECT * FROM t`: its columns are t's, by their names.
+    outputs = {} if _selects_all(inner) else _outputs(derived)
     if not isinstance(table, exp.Table) or inner.args.get("joins") or outputs is None:
         return None
     alias = derived.alias_or_name.lower()
     own = table.alias_or_name.lower()
     unqualified = {c.name.lower() for c in query.find_all(exp.Column) if not c.table}
-    if unqualified & set(outputs):
+    if unqualified & set(outputs) or (unqualified and not outputs):
         return None  # which table such a name is can only be told by its columns
     renamed = {name: _requalified(e, own, alias) for name, e in outputs.items()}
     select = query.copy()
@@ -68,7 +69,7 @@ def _merged_one(query: exp.Select, derived: exp.Subquery) -> exp.Select | None:
     scan = table.copy()
     scan.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
     target.replace(scan)
-    for column in list(select.find_all(exp.Column)):
+    for column in list(select.find_all(exp.Column)) if outputs else ():
         if column.table.lower() == alias:
             expression = renamed.get(column.name.lower())
             if expression is None:
@@ -82,17 +83,28 @@ def _merged_one(query: exp.Select, derived: exp.Subquery) -> exp.Select | None:
 
 def _plain(inner: exp.Select, query: exp.Select, derived: exp.Subquery) -> bool:
     """A derived table that only projects and filters (its WHERE may test subqueries of its
-    own), under a query whose items keep their names and that reads no other subquery."""
+    own), under a query whose items keep their names and that reads no other subquery (unless
+    it selects `*`)."""
     if any(value for part, value in inner.args.items() if part not in _MERGEABLE):
         return False
-    if any(item.find(exp.AggFunc, exp.Window, exp.Star) for item in inner.expressions):
+    if not _selects_all(inner) and any(
+        item.find(exp.AggFunc, exp.Window, exp.Star) for item in inner.expressions
+    ):
         return False
     if any(i.is_star for i in query.expressions):
         return False
+    # Its columns keep their names and its alias, so other subqueries read them as before.
     own = {id(nested) for nested in (query, derived, *inner.find_all(exp.Query))}
-    if any(id(nested) not in own for nested in query.find_all(exp.Query)):
+    if not _selects_all(inner) and any(
+        id(nested) not in own for nested in query.find_all(exp.Query)
+    ):
         return False
     return all(isinstance(item, exp.Alias | exp.Column) for item in query.expressions)
+
+
+def _selects_all(inner: exp.Select) -> bool:
+    """`SELECT * FROM …`: every column of what it reads, and nothing else."""
+    return len(inner.expressions) == 1 and isinstance(inner.expressions[0], exp.Star)
 
 
 def _reads_subqueries(select: exp.Select) -> bool:

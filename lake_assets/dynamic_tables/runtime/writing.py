@@ -16,10 +16,9 @@ from sqlglot import exp
 from lake_assets.core import failpoints
 from lake_assets.core.commits import Fence, committing, fenced_write
 from lake_assets.core.delta import MATERIALIZE_SOURCE_CONF, Commit, delta_ref, quote_name
-from lake_assets.core.errors import LakeError
 from lake_assets.core.names import hidden
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
-from lake_assets.dynamic_tables.refreshes import RefreshCommit
+from lake_assets.dynamic_tables.refreshes import RefreshCommit, RefreshRaced
 from lake_assets.dynamic_tables.runtime import pruning
 from lake_assets.dynamic_tables.runtime.netting import MULT, col, copies, difference
 from lake_assets.dynamic_tables.runtime.sources import (
@@ -124,7 +123,7 @@ class Write:
         commit = fenced_write(self.spark, location, record, self.fence, fenced)
         self.phases.end("commit")
         if commit is None:
-            raise LakeError(
+            raise RefreshRaced(
                 f"another refresh of dynamic table {self.entry.name} committed at the same "
                 "moment; this one wrote nothing",
                 "refresh it again if needed: it starts from what the other refresh committed",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from lake_assets.dynamic_tables.choosing import estimate, schema_changes, why_full
 from lake_assets.dynamic_tables.refreshes import Read, RefreshCommit
 from lake_assets.dynamic_tables.runtime.writing import Write
+from lake_assets.dynamic_tables.snapshots import bases_read
 from lake_assets.dynamic_tables.steps.state import Refreshing
 
 
@@ -23,7 +24,9 @@ def choose_mode(run: Refreshing) -> None:
         views=run.replaced,
     )
     reads = {read.name: Read(read.location, read.version) for read in run.reads}
-    metadata = RefreshCommit(run.trigger, run.start, reads)
+    metadata = RefreshCommit(
+        run.trigger, run.start, reads, bases=bases_read(run.spark, run.catalog, run.reads)
+    )
     plan = run.plan
     run.job = Write(
         run.spark, run.entry, plan.stateful, plan.hidden, run.reads, run.fence, metadata,

@@ -13,10 +13,11 @@ from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.grammar import refuse_hidden_names, refuse_time_travel
 from lake_assets.dynamic_tables.lowering import classify
 from lake_assets.dynamic_tables.operators.base import Plan
+from lake_assets.dynamic_tables.snapshots import sources_of
 from lake_assets.dynamic_tables.steps.state import Refreshing
 from lake_assets.sql.grammar import Grammar
 from lake_assets.sql.statements import Query
-from lake_assets.views.reading import base_relations, inline_views
+from lake_assets.views.reading import inline_views
 
 
 def lower(run: Refreshing) -> None:
@@ -46,12 +47,6 @@ def query_of(catalog: Catalog, name: str, expression: exp.Expr) -> exp.Expr:
     refuse_hidden_names(name, inlined)
     refuse_time_travel(name, inlined)
     return inlined
-
-
-def sources_of(entry: DynamicTableEntry, catalog: Catalog) -> tuple[str, ...]:
-    """The tables and dynamic tables a refresh reads (its upstream assets): its sources, each
-    view among them replaced by the relations it reads in the end."""
-    return base_relations(entry.sources, catalog.find_relation)
 
 
 def source_columns(catalog: Catalog, sources: Iterable[str]) -> dict[str, list[str]]:

@@ -4,7 +4,7 @@ it found and adds its own, so a step's inputs are named fields, not arguments th
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
@@ -34,6 +34,9 @@ class Refreshing:
     entry: DynamicTableEntry
     trigger: RefreshTrigger
     full: bool = False
+    # The version of each relation to read (by name), when the refresh reads one snapshot of a
+    # graph (see snapshots); None reads each as it is now.
+    pinned: Mapping[str, int] | None = None
     start: str = field(default_factory=now_utc)
     clock: float = field(default_factory=time.monotonic)
     phases: Phases = field(default_factory=Phases)
