@@ -189,3 +189,11 @@ def test_the_sensor_looks_every_daemon_loop_and_says_when_runs_are_due() -> None
         "at the daemon's first look after (every 5 s); a due time that comes while a run of it is "
         "queued or under way is skipped, and after downtime only the latest one due is requested"
     )
+
+
+def test_an_interval_stored_before_the_bounds_never_fails_a_tick(instance: DagsterInstance) -> None:
+    """REFRESH INTERVAL 99999999999999 DAY, accepted before CREATE checked the bounds."""
+    quiet = Looks(instance, Interval(ANCHOR, 99999999999999 * 86400)).at(after(86400))
+    assert message(quiet) == (
+        "no run is due; the next is task/t's at 9999-12-31 23:59:59.999999+00:00"
+    )

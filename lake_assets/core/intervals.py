@@ -5,7 +5,7 @@ the grammars check the bounds, `automation.interval_sensor` requests the runs.""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from lake_assets.core.errors import LakeError
 from lake_assets.core.ticks import DAEMON_LOOP_SECONDS
@@ -42,7 +42,12 @@ class Interval:
     seconds: int
 
     def due(self, k: int) -> datetime:
-        return datetime.fromisoformat(self.anchor) + k * timedelta(seconds=self.seconds)
+        """The k-th due time; past year 9999 (only an interval stored before CREATE checked the
+        bounds reaches it) the last time a datetime holds, as such a run never comes."""
+        try:
+            return datetime.fromisoformat(self.anchor) + k * timedelta(seconds=self.seconds)
+        except OverflowError:
+            return datetime.max.replace(tzinfo=UTC)
 
     def latest(self, now: datetime) -> int:
         """The k of the latest run due at `now`, 0 before the first; counted in whole

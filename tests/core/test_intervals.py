@@ -41,7 +41,9 @@ def test_nothing_is_due_before_the_first_interval_has_passed() -> None:
 
 def test_an_interval_longer_than_any_clock_never_overflows() -> None:
     """An entry written before the bounds existed: never due, and no error."""
-    assert Interval(ANCHOR, 99999999999999 * 86400).latest(CREATED + timedelta(days=9)) == 0
+    endless = Interval(ANCHOR, 99999999999999 * 86400)
+    assert endless.latest(CREATED + timedelta(days=9)) == 0
+    assert endless.due(1) == datetime.max.replace(tzinfo=UTC)
 
 
 def test_the_bounds_are_the_daemons_loop_and_a_year() -> None:
