@@ -14,16 +14,14 @@ from dagster import (
     DagsterInstance,
     DagsterRunStatus,
     DataVersion,
-    DefaultScheduleStatus,
     Definitions,
     FloatMetadataValue,
     IntMetadataValue,
     JsonMetadataValue,
     MaterializeResult,
     MetadataValue,
-    ScheduleDefinition,
+    SensorDefinition,
     asset,
-    define_asset_job,
 )
 
 from lake_assets.automation import (
@@ -32,15 +30,16 @@ from lake_assets.automation import (
     LOAD_RUN_TAG,
     REFRESHES_IN_LOAD_RUN,
     automation_sensor,
-    refresh_cron,
+    interval_sensor,
     refreshed_in_load_run,
 )
 from lake_assets.core.catalog import Catalog
+from lake_assets.core.intervals import Interval
 from lake_assets.core.kind import Sessions
 from lake_assets.core.rendering import markdown_text
 from lake_assets.core.settings import LakeSettings
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
-from lake_assets.dynamic_tables.kind import AUTOMATION_SENSOR
+from lake_assets.dynamic_tables.kind import AUTOMATION_SENSOR, INTERVALS_SENSOR
 from lake_assets.dynamic_tables.refresh import Refreshed, RefreshOutcome, record_skipped, refresh
 from lake_assets.dynamic_tables.refreshes import RefreshTrigger
 from lake_assets.dynamic_tables.snapshots import sources_of
@@ -48,24 +47,28 @@ from resources.catalog import CatalogResource
 from resources.spark import DeltaSparkResource
 
 DYNAMIC_TABLES_GROUP = "dynamic_tables"
-# Who asked for a run: the automation sensor tags UPSTREAM, an interval's schedule SCHEDULED;
-# a run without it was started by a person (MANUAL).
+# Who asked for a run: the automation sensor tags UPSTREAM, the intervals sensor SCHEDULED; a
+# run without it was started by a person (MANUAL).
 TRIGGER_TAG = "lake/refresh_trigger"
 
 
-def interval_schedule(entry: DynamicTableEntry, seconds: int) -> ScheduleDefinition:
-    """REFRESH INTERVAL: a schedule whose runs say they were SCHEDULED."""
-    job = define_asset_job(
-        f"refresh_{entry.name}_job",
-        selection=[entry.name],
-        tags={TRIGGER_TAG: RefreshTrigger.SCHEDULED.value},
+def intervals_sensor(entries: list[DynamicTableEntry]) -> list[SensorDefinition]:
+    """REFRESH INTERVAL: the sensor that refreshes tables at exact intervals from their creation,
+    in runs that say they were SCHEDULED (automation.interval_sensor), if any table has one."""
+    intervals = {
+        AssetKey(entry.name): Interval(entry.created_at, entry.refresh_interval_seconds)
+        for entry in entries
+        if entry.refresh_interval_seconds is not None
+    }
+    if not intervals:
+        return []
+    sensor = interval_sensor(
+        INTERVALS_SENSOR,
+        "refreshes each dynamic table with a REFRESH INTERVAL",
+        intervals,
+        {TRIGGER_TAG: RefreshTrigger.SCHEDULED.value},
     )
-    return ScheduleDefinition(
-        name=f"{entry.name}_refresh_interval",
-        cron_schedule=refresh_cron(seconds),
-        job=job,
-        default_status=DefaultScheduleStatus.RUNNING,
-    )
+    return [sensor]
 
 
 def _trigger(context: AssetExecutionContext) -> RefreshTrigger:
@@ -219,7 +222,8 @@ def dynamic_table_asset(
 
 
 def build_defs(catalog: Catalog, settings: LakeSettings, sessions: Sessions) -> Definitions:
-    """Each dynamic table as an asset, and the sensor that evaluates their automation."""
+    """Each dynamic table as an asset, the sensor that evaluates their automation, and the one
+    that runs their intervals."""
     entries = catalog.entries(DynamicTableEntry)
     sensor = automation_sensor(
         AUTOMATION_SENSOR,
@@ -239,10 +243,5 @@ def build_defs(catalog: Catalog, settings: LakeSettings, sessions: Sessions) -> 
             )
             for entry in entries
         ],
-        sensors=[sensor] if entries else [],
-        schedules=[
-            interval_schedule(entry, entry.refresh_interval_seconds)
-            for entry in entries
-            if entry.refresh_interval_seconds is not None
-        ],
+        sensors=[*([sensor] if entries else []), *intervals_sensor(entries)],
     )

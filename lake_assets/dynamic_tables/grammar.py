@@ -9,6 +9,7 @@ from sqlglot import TokenType, exp
 
 from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
+from lake_assets.core.intervals import LONGEST_DAYS, SHORTEST_SECONDS, checked_interval
 from lake_assets.core.names import HIDDEN_PREFIX
 from lake_assets.dynamic_tables.entry import RefreshModeChoice
 from lake_assets.sql.grammar import Grammar, ObjectWords, StatementParser, finished
@@ -179,9 +180,12 @@ def _interval(cursor: TokenCursor) -> int:
     if unit not in _UNIT_SECONDS:
         cursor.fail("SECOND, MINUTE, HOUR or DAY")
     cursor.position += 1
-    if amount < 1:
-        raise LakeError("REFRESH INTERVAL must be at least 1", "write e.g. REFRESH INTERVAL 1 HOUR")
-    return amount * _UNIT_SECONDS[unit]
+    return checked_interval(
+        f"REFRESH INTERVAL {amount} {unit}",
+        amount * _UNIT_SECONDS[unit],
+        shortest=f"REFRESH INTERVAL {SHORTEST_SECONDS} SECOND",
+        longest=f"REFRESH INTERVAL {LONGEST_DAYS} DAY",
+    )
 
 
 def parse_refresh(cursor: TokenCursor, grammar: Grammar) -> Statement:

@@ -15,6 +15,7 @@ from lake_assets.dynamic_tables.grammar import (
 
 # The kind's own Dagster sensors.
 AUTOMATION_SENSOR = "lake_automation"
+INTERVALS_SENSOR = "lake_refresh_intervals"
 
 KIND = Kind(
     name="dynamic table",
@@ -32,5 +33,5 @@ KIND = Kind(
     describe=describing.describe_dynamic_table,
     drop=engine.drop_dynamic_table,
     defs="lake_assets.dynamic_tables.defs",
-    sensors=(AUTOMATION_SENSOR,),
+    sensors=(AUTOMATION_SENSOR, INTERVALS_SENSOR),
 )

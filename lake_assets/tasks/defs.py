@@ -1,6 +1,7 @@
 """Tasks → assets downstream of the streams their statements read, run by one automation sensor:
 a task with WHEN when a stream it waits on has versions it has not consumed (a missing partition
-of the stream's asset), a task with a SCHEDULE on its cron; a task with neither, or a suspended
+of the stream's asset), a task with a cron SCHEDULE on its cron; a task with an interval SCHEDULE
+by the intervals sensor, every interval from its creation; a task with neither, or a suspended
 one, only by hand (EXECUTE TASK, `dagster asset materialize`, the UI's Materialize)."""
 
 from collections.abc import Iterator, Sequence
@@ -15,17 +16,19 @@ from dagster import (
     Definitions,
     MaterializeResult,
     MetadataValue,
+    SensorDefinition,
     asset,
 )
 
-from lake_assets.automation import AUTOMATION_INTERVAL_SECONDS, automation_sensor, refresh_cron
+from lake_assets.automation import AUTOMATION_INTERVAL_SECONDS, automation_sensor, interval_sensor
 from lake_assets.changes import dagster_reporter
 from lake_assets.core.catalog import Catalog
+from lake_assets.core.intervals import Interval
 from lake_assets.core.kind import Sessions
 from lake_assets.core.rendering import markdown_text
 from lake_assets.core.settings import LakeSettings
 from lake_assets.tasks.entry import Schedule, TaskEntry, TaskTrigger
-from lake_assets.tasks.kind import TASKS_SENSOR
+from lake_assets.tasks.kind import INTERVALS_SENSOR, TASKS_SENSOR
 from lake_assets.tasks.run_history import TaskRunRecord, TaskRunState
 from lake_assets.tasks.runs import run_task
 from lake_assets.volumes.defs import volume_key
@@ -33,8 +36,9 @@ from resources.catalog import CatalogResource
 from resources.spark import DeltaSparkResource
 
 TASKS_GROUP = "tasks"
-# Runs the tasks sensor requests carry this tag: the run records its trigger as SCHEDULED for a
-# task with a SCHEDULE, else STREAM (a task has one condition); a run without it is MANUAL.
+# Runs the tasks and intervals sensors request carry this tag: the run records its trigger as
+# SCHEDULED for a task with a SCHEDULE, else STREAM (a task has one condition); a run without it
+# is MANUAL.
 TRIGGER_TAG = "lake/task_trigger"
 AUTOMATIC = "AUTOMATIC"
 # After a failed run, a task waiting on streams is retried at the next minute, not every tick.
@@ -76,22 +80,37 @@ def stream_condition(streams: Sequence[str]) -> AutomationCondition:
     ).with_label("streams have pending versions")
 
 
-def schedule_cron(schedule: Schedule) -> str:
-    """A SCHEDULE as cron: its own, or the interval at cron's minute grain (`refresh_cron`:
-    under a minute is each minute; `n MINUTE` fires at the minutes divisible by n)."""
-    if schedule.cron is not None:
-        return schedule.cron
-    assert schedule.interval_seconds is not None
-    return refresh_cron(schedule.interval_seconds)
-
-
-def schedule_condition(schedule: Schedule) -> AutomationCondition:
-    """Run at each cron tick; a tick that comes while a run is under way is skipped (as
-    Snowflake skips a scheduled run while the previous one runs)."""
+def schedule_condition(schedule: Schedule) -> AutomationCondition | None:
+    """A cron SCHEDULE: run at each cron tick; a tick that comes while a run is under way is
+    skipped (as Snowflake skips a scheduled run while the previous one runs). An interval has no
+    condition: the intervals sensor requests its runs (`intervals_sensor`)."""
+    if schedule.cron is None:
+        return None
     return (
-        AutomationCondition.cron_tick_passed(schedule_cron(schedule), schedule.timezone)
+        AutomationCondition.cron_tick_passed(schedule.cron, schedule.timezone)
         & ~AutomationCondition.in_progress()
     ).with_label(f"SCHEDULE '{schedule.text}'")
+
+
+def intervals_sensor(entries: list[TaskEntry]) -> list[SensorDefinition]:
+    """`SCHEDULE = 'n MINUTE'`: the sensor that runs tasks at exact intervals from their
+    creation (automation.interval_sensor), if any task has one; a suspended task's due times
+    pass without a run, so that RESUME waits for the next one."""
+    intervals = {
+        task_key(entry.name): Interval(entry.created_at, entry.schedule.interval_seconds)
+        for entry in entries
+        if entry.schedule is not None and entry.schedule.interval_seconds is not None
+    }
+    if not intervals:
+        return []
+    sensor = interval_sensor(
+        INTERVALS_SENSOR,
+        "runs each task with an interval SCHEDULE (none while it is suspended)",
+        intervals,
+        {TRIGGER_TAG: AUTOMATIC},
+        suspended=frozenset(task_key(entry.name) for entry in entries if entry.suspended),
+    )
+    return [sensor]
 
 
 def task_condition(entry: TaskEntry) -> AutomationCondition | None:
@@ -164,8 +183,8 @@ def task_asset(entry: TaskEntry, sessions: Sessions) -> AssetsDefinition:
 
 
 def build_defs(catalog: Catalog, settings: LakeSettings, sessions: Sessions) -> Definitions:
-    """Each task as an asset upstream of the table it writes, and the sensor that evaluates
-    their automation."""
+    """Each task as an asset upstream of the table it writes, the sensor that evaluates their
+    automation, and the one that runs their interval SCHEDULEs."""
     entries = catalog.entries(TaskEntry)
     sensor = automation_sensor(
         TASKS_SENSOR, TASKS_GROUP, AUTOMATION_INTERVAL_SECONDS, {TRIGGER_TAG: AUTOMATIC}
@@ -175,5 +194,5 @@ def build_defs(catalog: Catalog, settings: LakeSettings, sessions: Sessions) -> 
     targets = [AssetSpec(key=target_key(entry), deps=[task_key(entry.name)]) for entry in entries]
     return Definitions(
         assets=[*(task_asset(entry, sessions) for entry in entries), *targets],
-        sensors=[sensor] if entries else [],
+        sensors=[*([sensor] if entries else []), *intervals_sensor(entries)],
     )

@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from sqlglot.tokens import TokenType
 
 from lake_assets.core.errors import LakeError
+from lake_assets.core.intervals import LONGEST_DAYS, SHORTEST_SECONDS, checked_interval
 from lake_assets.sql.binding import referenced_tables
 from lake_assets.sql.grammar import (
     Grammar,
@@ -106,9 +107,13 @@ def parse_schedule(text: str) -> Schedule:
     if len(words) == 2 and words[0].isdigit():
         unit = words[1].upper().removesuffix("S")
         if unit in _UNIT_SECONDS:
-            if int(words[0]) < 1:
-                raise LakeError(f"SCHEDULE '{text}' must be at least 1 {unit}", _SCHEDULE_FIX)
-            return Schedule(text, interval_seconds=int(words[0]) * _UNIT_SECONDS[unit])
+            seconds = checked_interval(
+                f"SCHEDULE '{text}'",
+                int(words[0]) * _UNIT_SECONDS[unit],
+                shortest=f"SCHEDULE = '{SHORTEST_SECONDS} SECOND'",
+                longest=f"SCHEDULE = '{LONGEST_DAYS * 24} HOUR'",
+            )
+            return Schedule(text, interval_seconds=seconds)
     raise LakeError(f"SCHEDULE '{text}' is neither an interval nor a cron", _SCHEDULE_FIX)
 
 

@@ -13,6 +13,7 @@ from lake_assets.tasks.grammar import (
 
 # The kind's own Dagster sensors.
 TASKS_SENSOR = "lake_tasks"
+INTERVALS_SENSOR = "lake_task_intervals"
 
 KIND = Kind(
     name="task",
@@ -28,5 +29,5 @@ KIND = Kind(
     describe=engine.describe_task,
     drop=engine.drop_task,
     defs="lake_assets.tasks.defs",
-    sensors=(TASKS_SENSOR,),
+    sensors=(TASKS_SENSOR, INTERVALS_SENSOR),
 )

@@ -1,10 +1,12 @@
 """Dynamic tables in Dagster: an asset per dynamic table that depends on its sources, refreshes
-through the Spark resource, and is requested by the automation sensor when a source changes."""
+through the Spark resource, and is requested by the automation sensor when a source changes and
+by the intervals sensor on its REFRESH INTERVAL."""
 
 from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +17,15 @@ from dagster import (
     DagsterInstance,
     DefaultSensorStatus,
     EvaluateAutomationConditionsResult,
+    SensorResult,
+    build_sensor_context,
     evaluate_automation_conditions,
 )
 
 from lake_assets.automation import DATA_VERSION_TAG
+from lake_assets.core.catalog import Catalog
+from lake_assets.core.entries import Column
+from lake_assets.core.settings import LakeSettings
 from lake_assets.core.ticks import minimum_interval
 from lake_assets.definitions import build_definitions
 from lake_assets.dynamic_tables.defs import (
@@ -26,8 +33,9 @@ from lake_assets.dynamic_tables.defs import (
     AUTOMATION_SENSOR,
     DYNAMIC_TABLES_GROUP,
     TRIGGER_TAG,
-    refresh_cron,
 )
+from lake_assets.dynamic_tables.entry import DynamicTableEntry
+from lake_assets.dynamic_tables.kind import INTERVALS_SENSOR
 from lake_assets.dynamic_tables.refreshes import REFRESHES
 from lake_assets.session import LakeSession
 from lake_assets.tables.entry import TableEntry
@@ -44,13 +52,39 @@ def instance() -> Iterator[DagsterInstance]:
         yield ephemeral
 
 
-def test_refresh_interval_becomes_a_cron_at_minute_grain() -> None:
-    assert refresh_cron(30) == "* * * * *"
-    assert refresh_cron(60) == "* * * * *"
-    assert refresh_cron(15 * 60) == "*/15 * * * *"
-    assert refresh_cron(3600) == "0 */1 * * *"
-    assert refresh_cron(6 * 3600) == "0 */6 * * *"
-    assert refresh_cron(2 * 86400) == "0 0 */2 * *"
+def test_a_refresh_interval_is_requested_by_the_intervals_sensor_as_scheduled(
+    tmp_path: Path, instance: DagsterInstance
+) -> None:
+    """Written to the catalog without Spark: `hourly` was created 90 minutes ago, so its first
+    interval has passed (its runs are due at created_at + k hours, see tests/test_automation.py);
+    `plain` has no interval and is left to the automation."""
+    catalog = Catalog(tmp_path / "catalog.db")
+    catalog.add(TableEntry("t", str(tmp_path / "t"), (Column("k", "STRING"),)))
+    created = datetime.now(UTC) - timedelta(minutes=90)
+    for name, seconds in (("hourly", 3600), ("plain", None)):
+        catalog.add(
+            DynamicTableEntry(
+                name,
+                str(tmp_path / name),
+                (Column("k", "STRING"),),
+                query="SELECT k FROM t",
+                sources=("t",),
+                refresh_interval_seconds=seconds,
+                created_at=created.isoformat(timespec="milliseconds"),
+            )
+        )
+    defs = build_definitions(LakeSettings(lake_home=tmp_path))
+    sensor = defs.resolve_sensor_def(INTERVALS_SENSOR)
+    assert sensor.default_status == DefaultSensorStatus.RUNNING
+    assert sensor.minimum_interval_seconds == minimum_interval(AUTOMATION_INTERVAL_SECONDS)
+    assert sensor.job.selection.resolve(defs.resolve_asset_graph()) == {AssetKey("hourly")}
+    assert defs.schedules == []  # no cron stands for an interval any more
+
+    result = sensor(build_sensor_context(instance=instance, definitions=defs))
+    assert isinstance(result, SensorResult)
+    (request,) = result.run_requests
+    assert request.asset_selection == [AssetKey("hourly")]
+    assert request.tags == {TRIGGER_TAG: "SCHEDULED"}
 
 
 def test_a_dynamic_table_is_an_asset_refreshed_by_dagster(

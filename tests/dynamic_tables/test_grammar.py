@@ -50,6 +50,43 @@ def test_column_list_options_in_any_order_and_units() -> None:
         assert parsed.refresh_interval_seconds == seconds
 
 
+def test_an_interval_runs_from_the_daemons_loop_to_a_year() -> None:
+    for text, seconds in (("5 SECOND", 5), ("365 DAYS", 365 * 86400), ("8760 HOUR", 365 * 86400)):
+        parsed = parse_statement(f"CREATE DYNAMIC TABLE d REFRESH INTERVAL {text} AS SELECT 1")
+        assert parsed.refresh_interval_seconds == seconds
+
+
+@pytest.mark.parametrize(
+    ("interval", "message"),
+    [
+        (
+            "1 SECOND",
+            "REFRESH INTERVAL 1 SECOND is shorter than 5 seconds — the Dagster daemon looks for "
+            "due runs every 5 s: write REFRESH INTERVAL 5 SECOND or longer",
+        ),
+        (
+            "4 SECONDS",
+            "REFRESH INTERVAL 4 SECOND is shorter than 5 seconds — the Dagster daemon looks for "
+            "due runs every 5 s: write REFRESH INTERVAL 5 SECOND or longer",
+        ),
+        (
+            "366 DAY",
+            "REFRESH INTERVAL 366 DAY is longer than 365 days — write REFRESH INTERVAL 365 DAY "
+            "or shorter",
+        ),
+        (
+            "99999999999999 DAY",
+            "REFRESH INTERVAL 99999999999999 DAY is longer than 365 days — write REFRESH "
+            "INTERVAL 365 DAY or shorter",
+        ),
+    ],
+)
+def test_an_interval_out_of_bounds_is_refused_in_one_line(interval: str, message: str) -> None:
+    with pytest.raises(LakeError) as caught:
+        parse_statement(f"CREATE DYNAMIC TABLE d REFRESH INTERVAL {interval} AS SELECT 1")
+    assert str(caught.value) == message
+
+
 def test_refresh_mode_is_auto_unless_declared() -> None:
     assert parse_statement(SUMMARY).refresh_mode is RefreshModeChoice.AUTO
     for mode in ("AUTO", "INCREMENTAL", "FULL"):
@@ -88,7 +125,7 @@ def test_the_other_statements(text: str, expected: object) -> None:
     [
         ("CREATE DYNAMIC TABLE d AS", "expected SELECT"),
         ("CREATE DYNAMIC TABLE d REFRESH INTERVAL 1 WEEK AS SELECT 1", "SECOND, MINUTE, HOUR"),
-        ("CREATE DYNAMIC TABLE d REFRESH INTERVAL 0 HOUR AS SELECT 1", "at least 1"),
+        ("CREATE DYNAMIC TABLE d REFRESH INTERVAL 0 HOUR AS SELECT 1", "shorter than 5 seconds"),
         (
             "CREATE DYNAMIC TABLE d LAG = 1 AS SELECT 1",
             "REFRESH INTERVAL, REFRESH_MODE, VCLUSTER, COMMENT or AS",

@@ -1,7 +1,8 @@
 """Tasks in Dagster: an asset per task downstream of the streams it reads, the automation that
 runs it (a new stream version, once; never while a run is under way; after a failure at the next
-minute, not every tick; a SCHEDULE's cron; the loop with the streams sensor's partitions), and a
-materialization that runs it on real Spark."""
+minute, not every tick; a cron SCHEDULE; the loop with the streams sensor's partitions), the
+intervals sensor that runs an interval SCHEDULE, and a materialization that runs it on real
+Spark."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from dagster import (
     Definitions,
     DynamicPartitionsDefinition,
     EvaluateAutomationConditionsResult,
+    SensorResult,
     asset,
     build_sensor_context,
     evaluate_automation_conditions,
@@ -46,13 +48,12 @@ from lake_assets.tasks.defs import (
     TASKS_GROUP,
     TRIGGER_TAG,
     schedule_condition,
-    schedule_cron,
     stream_condition,
     task_asset,
     task_key,
 )
 from lake_assets.tasks.entry import Schedule, TaskEntry
-from lake_assets.tasks.kind import TASKS_SENSOR
+from lake_assets.tasks.kind import INTERVALS_SENSOR, TASKS_SENSOR
 from lake_assets.tasks.run_history import RUNS
 from lake_assets.volumes.defs import volume_key
 from resources.catalog import CatalogResource
@@ -158,11 +159,48 @@ def test_tasks_are_assets_downstream_of_the_streams_they_read(
     }
 
 
-def test_a_schedule_is_a_cron_at_minute_grain() -> None:
-    assert schedule_cron(Schedule("30 SECOND", interval_seconds=30)) == "* * * * *"
-    assert schedule_cron(Schedule("5 MINUTE", interval_seconds=300)) == "*/5 * * * *"
-    assert schedule_cron(Schedule("2 HOUR", interval_seconds=7200)) == "0 */2 * * *"
-    assert schedule_cron(Schedule("x", cron="0 9 * * MON-FRI")) == "0 9 * * MON-FRI"
+def test_an_interval_schedule_is_run_by_the_intervals_sensor_not_a_cron(
+    tmp_path: Path, instance: DagsterInstance
+) -> None:
+    """Written to the catalog without Spark, created 7.5 minutes ago: `every_7` is due (its runs
+    come at created_at + k · 7 minutes, see tests/test_automation.py), `resting` is suspended and
+    `nightly` keeps its cron condition."""
+    catalog = Catalog(tmp_path / "catalog.db")
+    created = (datetime.now(UTC) - timedelta(minutes=7.5)).isoformat(timespec="milliseconds")
+    schedules = {
+        "every_7": Schedule("7 MINUTE", interval_seconds=420),
+        "resting": Schedule("7 MINUTE", interval_seconds=420),
+        "nightly": Schedule("USING CRON 0 2 * * *", cron="0 2 * * *"),
+    }
+    for name, schedule in schedules.items():
+        catalog.add(
+            TaskEntry(
+                name,
+                definition="DELETE FROM tgt",
+                target="tgt",
+                schedule=schedule,
+                suspended=name == "resting",
+                created_at=created,
+            )
+        )
+    defs = build_definitions(LakeSettings(lake_home=tmp_path))
+    graph = defs.resolve_asset_graph()
+    assert graph.get(task_key("every_7")).automation_condition is None
+    assert schedule_condition(schedules["every_7"]) is None
+    assert graph.get(task_key("nightly")).automation_condition == schedule_condition(
+        schedules["nightly"]
+    )
+    sensor = defs.resolve_sensor_def(INTERVALS_SENSOR)
+    assert sensor.default_status == DefaultSensorStatus.RUNNING
+    assert sensor.minimum_interval_seconds == minimum_interval(AUTOMATION_INTERVAL_SECONDS)
+    assert sensor.job.selection.resolve(graph) == {task_key("every_7"), task_key("resting")}
+
+    result = sensor(build_sensor_context(instance=instance, definitions=defs))
+    assert isinstance(result, SensorResult)
+    (request,) = result.run_requests
+    assert request.asset_selection == [task_key("every_7")]
+    # The tag that makes the run record its trigger as SCHEDULED (the task has a SCHEDULE).
+    assert request.tags == {TRIGGER_TAG: AUTOMATIC}
 
 
 def test_a_scheduled_task_is_requested_once_per_cron_tick_in_its_time_zone(

@@ -92,6 +92,8 @@ def test_an_export_to_a_volume_is_a_task_statement() -> None:
     ("text", "expected"),
     [
         ("5 MINUTE", Schedule("5 MINUTE", interval_seconds=300)),
+        ("5 SECOND", Schedule("5 SECOND", interval_seconds=5)),
+        ("8760 HOURS", Schedule("8760 HOURS", interval_seconds=365 * 86400)),
         ("30 seconds", Schedule("30 seconds", interval_seconds=30)),
         ("2 HOURS", Schedule("2 HOURS", interval_seconds=7200)),
         ("USING CRON */5 * * * *", Schedule("USING CRON */5 * * * *", cron="*/5 * * * *")),
@@ -130,6 +132,7 @@ def test_the_other_statements(text: str, expected: object) -> None:
 
 
 FIX_SCHEDULE = "write SCHEDULE = '5 MINUTE' or SCHEDULE = 'USING CRON 0 9 * * * Europe/Paris'"
+SHORTEST = "the Dagster daemon looks for due runs every 5 s: write SCHEDULE = '5 SECOND' or longer"
 
 
 @pytest.mark.parametrize(
@@ -165,7 +168,21 @@ FIX_SCHEDULE = "write SCHEDULE = '5 MINUTE' or SCHEDULE = 'USING CRON 0 9 * * * 
         ),
         (
             "CREATE TASK t SCHEDULE = '0 MINUTE' AS " + CONSUMER,
-            f"SCHEDULE '0 MINUTE' must be at least 1 MINUTE — {FIX_SCHEDULE}",
+            f"SCHEDULE '0 MINUTE' is shorter than 5 seconds — {SHORTEST}",
+        ),
+        (
+            "CREATE TASK t SCHEDULE = '1 SECOND' AS " + CONSUMER,
+            f"SCHEDULE '1 SECOND' is shorter than 5 seconds — {SHORTEST}",
+        ),
+        (
+            "CREATE TASK t SCHEDULE = '8761 HOURS' AS " + CONSUMER,
+            "SCHEDULE '8761 HOURS' is longer than 365 days — write SCHEDULE = '8760 HOUR' or "
+            "shorter",
+        ),
+        (
+            "CREATE TASK t SCHEDULE = '99999999999999 HOUR' AS " + CONSUMER,
+            "SCHEDULE '99999999999999 HOUR' is longer than 365 days — write SCHEDULE = "
+            "'8760 HOUR' or shorter",
         ),
         (
             "CREATE TASK t SCHEDULE = 'USING CRON 0 25 * * *' AS " + CONSUMER,
