@@ -99,7 +99,7 @@ def interval_sensor(
             cursor[label] = {"anchor": interval.anchor, "k": k}
             if k == done:
                 continue
-            why = "it is suspended" if key in suspended else _under_way(context.instance, key)
+            why = "it is suspended" if key in suspended else under_way(context.instance, key)
             if why is None:
                 run_key = f"{label}@{interval.anchor}#{k}"
                 requests.append(RunRequest(run_key=run_key, asset_selection=[key], tags=run_tags))
@@ -116,7 +116,7 @@ def interval_sensor(
     return request_due_runs
 
 
-def _under_way(instance: DagsterInstance, key: AssetKey) -> str | None:
+def under_way(instance: DagsterInstance, key: AssetKey) -> str | None:
     """The newest run planned to materialize `key` (as Dagster's in_progress condition finds it),
     in words, while it is queued or under way; else None."""
     planned = instance.get_latest_planned_materialization_info(key)

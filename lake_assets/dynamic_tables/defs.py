@@ -2,6 +2,7 @@
 
 import json
 from collections.abc import Iterator
+from datetime import timedelta
 
 from dagster import (
     AssetCheckKey,
@@ -16,6 +17,7 @@ from dagster import (
     DataVersion,
     Definitions,
     FloatMetadataValue,
+    FreshnessPolicy,
     IntMetadataValue,
     JsonMetadataValue,
     MaterializeResult,
@@ -38,8 +40,9 @@ from lake_assets.core.intervals import Interval
 from lake_assets.core.kind import Sessions
 from lake_assets.core.rendering import markdown_text
 from lake_assets.core.settings import LakeSettings
-from lake_assets.dynamic_tables.entry import DynamicTableEntry
-from lake_assets.dynamic_tables.kind import AUTOMATION_SENSOR, INTERVALS_SENSOR
+from lake_assets.dynamic_tables.entry import DynamicTableEntry, TargetLag
+from lake_assets.dynamic_tables.freshness import lag_sensor
+from lake_assets.dynamic_tables.kind import AUTOMATION_SENSOR, INTERVALS_SENSOR, LAG_SENSOR
 from lake_assets.dynamic_tables.refresh import Refreshed, RefreshOutcome, record_skipped, refresh
 from lake_assets.dynamic_tables.refreshes import RefreshTrigger
 from lake_assets.dynamic_tables.snapshots import sources_of
@@ -47,8 +50,8 @@ from resources.catalog import CatalogResource
 from resources.spark import DeltaSparkResource
 
 DYNAMIC_TABLES_GROUP = "dynamic_tables"
-# Who asked for a run: the automation sensor tags UPSTREAM, the intervals sensor SCHEDULED; a
-# run without it was started by a person (MANUAL).
+# Who asked for a run: the automation sensor tags UPSTREAM, the intervals and lag sensors
+# SCHEDULED; a run without it was started by a person (MANUAL).
 TRIGGER_TAG = "lake/refresh_trigger"
 
 
@@ -120,6 +123,8 @@ def _metadata(outcome: RefreshOutcome, entry: DynamicTableEntry) -> _Metadata:
         "source_versions": MetadataValue.json(outcome.source_versions),
         "dagster/row_count": MetadataValue.int(entry.row_count or 0),
         "lake/version": MetadataValue.int(entry.version or 0),
+        # How far behind its base tables it had fallen when this refresh caught it up.
+        "lake/lag_seconds": MetadataValue.float(round(outcome.lag_seconds or 0.0, 3)),
     }
 
 
@@ -180,17 +185,23 @@ def dynamic_table_asset(
     `sources`: its upstream assets (see steps.lower.sources_of); `in_load_run`: it refreshes in
     the run that loads its sources (see automation.load_run_selection)."""
 
+    lag = entry.target_lag
+    described = {"lake/query": entry.query, "lake/sources": json.dumps(sources)}
+
     @asset(
         name=entry.name,
         deps=[AssetKey(name) for name in sources],
         description=markdown_text(entry.comment or f"dynamic table: {entry.query}"),
         group_name=DYNAMIC_TABLES_GROUP,
         kinds={"delta", "spark"},
-        automation_condition=refresh_after_source_updates(entry.name),
-        tags={REFRESHES_IN_LOAD_RUN: "true"} if in_load_run else None,
+        # With a TARGET_LAG, the lag sensor (see freshness) refreshes it; DOWNSTREAM, a refresh
+        # of a table reading it.
+        automation_condition=refresh_after_source_updates(entry.name) if lag is None else None,
+        freshness_policy=_freshness(lag),
+        tags={REFRESHES_IN_LOAD_RUN: "true"} if in_load_run and lag is None else None,
         pool=f"dynamic_table_{entry.name}",
         output_required=False,
-        metadata={"lake/query": entry.query, "lake/sources": json.dumps(sources)},
+        metadata=described | ({"lake/target_lag": lag.text} if lag else {}),
     )
     def refresh_dynamic_table(
         context: AssetExecutionContext, spark: DeltaSparkResource, catalog: CatalogResource
@@ -221,6 +232,14 @@ def dynamic_table_asset(
     return refresh_dynamic_table
 
 
+def _freshness(lag: TargetLag | None) -> FreshnessPolicy | None:
+    """Late once its last event is older than its target lag: the lag sensor reports a table that
+    reflects every base table's newest version again before then (see freshness)."""
+    if lag is None or lag.seconds is None:
+        return None
+    return FreshnessPolicy.time_window(fail_window=timedelta(seconds=lag.seconds))
+
+
 def build_defs(catalog: Catalog, settings: LakeSettings, sessions: Sessions) -> Definitions:
     """Each dynamic table as an asset, the sensor that evaluates their automation, and the one
     that runs their intervals."""
@@ -236,6 +255,9 @@ def build_defs(catalog: Catalog, settings: LakeSettings, sessions: Sessions) -> 
     # though the run's tag would count the load as read by it.
     dynamic = {entry.name for entry in entries}
     sources = {entry.name: sources_of(entry, catalog) for entry in entries}
+    lagged = [entry.name for entry in entries if entry.target_lag_seconds]
+    tags = {TRIGGER_TAG: RefreshTrigger.SCHEDULED.value}
+    lags = [lag_sensor(LAG_SENSOR, catalog, lagged, tags)] if lagged else []
     return Definitions(
         assets=[
             dynamic_table_asset(
@@ -243,5 +265,5 @@ def build_defs(catalog: Catalog, settings: LakeSettings, sessions: Sessions) -> 
             )
             for entry in entries
         ],
-        sensors=[*([sensor] if entries else []), *intervals_sensor(entries)],
+        sensors=[*([sensor] if entries else []), *intervals_sensor(entries), *lags],
     )

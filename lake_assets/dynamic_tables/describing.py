@@ -1,8 +1,10 @@
-"""SHOW, DESC and SHOW REFRESH HISTORY of dynamic tables: they read the catalog only, no Spark."""
+"""SHOW, DESC and SHOW REFRESH HISTORY of dynamic tables: they read the catalog and Delta logs
+only, no Spark."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from lake_assets.core.catalog import Catalog
@@ -11,6 +13,7 @@ from lake_assets.dynamic_tables.choosing import replaced_views, why_full
 from lake_assets.dynamic_tables.entry import DynamicTableEntry, SchedulingState
 from lake_assets.dynamic_tables.explaining import explain
 from lake_assets.dynamic_tables.grammar import ExplainDynamicTable, ShowRefreshHistory
+from lake_assets.dynamic_tables.lags import current_lag, longest_lag
 from lake_assets.dynamic_tables.refreshes import REFRESHES, RefreshMode, RefreshRecord
 from lake_assets.dynamic_tables.rewrites import notes
 from lake_assets.dynamic_tables.runtime.pruning import restricted
@@ -41,6 +44,7 @@ def show_dynamic_tables(session: Context) -> Result:
                 entry.name,
                 _state(entry),
                 _interval_text(entry.refresh_interval_seconds),
+                entry.target_lag.text if entry.target_lag else None,
                 ", ".join(entry.sources),
                 last.start_time if last else None,
                 last.refresh_mode if last else None,
@@ -51,7 +55,7 @@ def show_dynamic_tables(session: Context) -> Result:
         )
     return Result(
         [
-            "name", "state", "refresh_interval", "sources", "last_refresh_time",
+            "name", "state", "refresh_interval", "target_lag", "sources", "last_refresh_time",
             "last_refresh_mode", "rows", "comment", "created_at",
         ],
         rows,
@@ -99,6 +103,7 @@ def describe_dynamic_table(session: Context, stmt: DescribeObject) -> Result:
     committed = _last(catalog, entry.name, committed=True)
     mode, why = next_mode(catalog, entry)
     read = committed.source_tables if committed else {}
+    now = datetime.now(UTC)
     return Result.properties(
         name=entry.name,
         query=entry.query,
@@ -109,6 +114,9 @@ def describe_dynamic_table(session: Context, stmt: DescribeObject) -> Result:
         columns=", ".join(f"{c.name} {c.type}" for c in entry.columns),
         primary_key=", ".join(entry.primary_key) or None,
         refresh_interval=_interval_text(entry.refresh_interval_seconds),
+        target_lag=entry.target_lag.text if entry.target_lag else None,
+        lag=f"{current_lag(catalog, entry, now):.1f} s",
+        longest_lag_last_day=f"{longest_lag(catalog, entry, now):.1f} s",
         vcluster=entry.vcluster,
         state=_state(entry),
         last_refresh=(
@@ -129,6 +137,7 @@ def describe_dynamic_table(session: Context, stmt: DescribeObject) -> Result:
 HISTORY_COLUMNS = [
     "name", "state", "refresh_mode", "refresh_trigger", "start_time", "end_time", "duration",
     "source_tables", "rows_inserted", "rows_deleted", "error_message", "reason", "base_tables",
+    "lag_seconds",
 ]  # fmt: skip
 
 
@@ -144,6 +153,7 @@ def show_refresh_history(session: Context, stmt: ShowRefreshHistory) -> Result:
                 round(r.duration, 3),
                 _versions(r.source_tables), r.rows_inserted, r.rows_deleted, r.error_message,
                 r.reason, _versions(r.base_tables) if r.base_tables is not None else None,
+                round(r.lag_seconds, 3) if r.lag_seconds is not None else None,
             )
             for r in REFRESHES.newest_first(catalog, stmt.name)
         ],

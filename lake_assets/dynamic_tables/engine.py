@@ -16,6 +16,7 @@ from lake_assets.core.lifecycle import name_taken
 from lake_assets.core.names import HIDDEN_PREFIX, refuse_repeated_columns
 from lake_assets.core.results import Result
 from lake_assets.dynamic_tables.entry import (
+    DOWNSTREAM,
     DynamicTableEntry,
     RefreshModeChoice,
     SchedulingState,
@@ -23,6 +24,7 @@ from lake_assets.dynamic_tables.entry import (
 from lake_assets.dynamic_tables.grammar import (
     AlterDynamicTable,
     AlterDynamicTablePrimaryKey,
+    AlterTargetLag,
     CreateDynamicTable,
     RefreshDynamicTable,
 )
@@ -32,6 +34,7 @@ from lake_assets.dynamic_tables.refresh import Refreshed, refresh
 from lake_assets.dynamic_tables.refreshes import RefreshTrigger
 from lake_assets.dynamic_tables.rewrites import runnable
 from lake_assets.dynamic_tables.runtime.sources import schema_of
+from lake_assets.dynamic_tables.snapshots import sources_of
 from lake_assets.dynamic_tables.steps.lower import query_of
 from lake_assets.dynamic_tables.steps.read_sources import source_read
 from lake_assets.sql.binding import referenced_tables
@@ -66,6 +69,8 @@ def create_dynamic_table(session: Context, stmt: CreateDynamicTable) -> Result:
         taken := name_taken(session, DynamicTableEntry, stmt.name, stmt.if_not_exists)
     ):
         return taken
+    if stmt.target_lag == DOWNSTREAM:
+        refuse_unread_downstream(catalog, stmt.name)
     if stmt.query.sources:
         raise LakeError(
             f"dynamic table {stmt.name} can read only tables and dynamic tables",
@@ -140,6 +145,8 @@ def create_dynamic_table(session: Context, stmt: CreateDynamicTable) -> Result:
         stmt.vcluster,
         primary_key=primary_key,
         refresh_mode=stmt.refresh_mode,
+        target_lag_seconds=stmt.target_lag.seconds if stmt.target_lag else None,
+        lag_downstream=stmt.target_lag == DOWNSTREAM,
     )
     properties = {"delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": vectors}
     if any(_MAPPED_COLUMN_NAME.search(column.name) for column in columns):
@@ -285,6 +292,36 @@ def alter_dynamic_table(session: Context, stmt: AlterDynamicTable) -> Result:
     )
     state = SchedulingState.SUSPENDED if stmt.suspended else SchedulingState.ACTIVE
     return Result.status(f"dynamic table {stmt.name} is {state}")
+
+
+def alter_target_lag(session: Context, stmt: AlterTargetLag) -> Result:
+    """SET TARGET_LAG: it replaces a REFRESH INTERVAL, if the table had one."""
+    catalog, lag = session.catalog, stmt.target_lag
+    catalog.get(DynamicTableEntry, stmt.name)
+    if lag == DOWNSTREAM:
+        refuse_unread_downstream(catalog, stmt.name)
+    catalog.update(
+        DynamicTableEntry,
+        stmt.name,
+        lambda entry: replace(
+            entry,
+            target_lag_seconds=lag.seconds,
+            lag_downstream=lag == DOWNSTREAM,
+            refresh_interval_seconds=None,
+        ),
+    )
+    return Result.status(f"dynamic table {stmt.name} has TARGET_LAG = {lag.text}")
+
+
+def refuse_unread_downstream(catalog: Catalog, name: str) -> None:
+    """DOWNSTREAM refreshes a table only with a dynamic table that reads it: with none, never."""
+    entries = catalog.entries(DynamicTableEntry)
+    if not any(name.lower() in map(str.lower, sources_of(d, catalog)) for d in entries):
+        raise LakeError(
+            f"TARGET_LAG = DOWNSTREAM: no dynamic table reads {name}, so it would never refresh",
+            f"give it a lag (TARGET_LAG = '5 minutes'), create the dynamic tables that read it, "
+            f"then ALTER DYNAMIC TABLE {name} SET TARGET_LAG = DOWNSTREAM",
+        )
 
 
 def alter_primary_key(session: Context, stmt: AlterDynamicTablePrimaryKey) -> Result:

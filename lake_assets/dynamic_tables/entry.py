@@ -28,6 +28,26 @@ class RefreshModeChoice(StrEnum):
 
 
 @dataclass(frozen=True)
+class TargetLag:
+    """TARGET_LAG: how far behind its base tables a table may fall (`seconds`), or DOWNSTREAM
+    (None): refreshed only when a dynamic table reading it refreshes."""
+
+    seconds: int | None
+
+    @property
+    def text(self) -> str:
+        if self.seconds is None:
+            return "DOWNSTREAM"
+        for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+            if self.seconds % size == 0:
+                return f"{self.seconds // size} {unit}"
+        return f"{self.seconds} seconds"
+
+
+DOWNSTREAM = TargetLag(None)
+
+
+@dataclass(frozen=True)
 class DynamicTableEntry(StoredRelation):
     """A Delta table kept equal to its query; `hidden` columns hold aggregate state (not shown);
     `primary_key` is declared for readers (changelog exports), never enforced on refreshes."""
@@ -48,6 +68,16 @@ class DynamicTableEntry(StoredRelation):
     vcluster: str | None = None
     suspended: bool = False
     refresh_mode: RefreshModeChoice = RefreshModeChoice.AUTO
+    # TARGET_LAG in seconds; with `lag_downstream`, DOWNSTREAM. Neither: it refreshes after each
+    # change of a source (or on its REFRESH INTERVAL).
+    target_lag_seconds: int | None = None
+    lag_downstream: bool = False
+
+    @property
+    def target_lag(self) -> TargetLag | None:
+        if self.lag_downstream:
+            return DOWNSTREAM
+        return TargetLag(self.target_lag_seconds) if self.target_lag_seconds else None
 
     def shown_columns(self) -> list[str]:
         return [column.name for column in self.columns] if self.hidden else []

@@ -11,7 +11,7 @@ from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
 from lake_assets.core.intervals import LONGEST_DAYS, SHORTEST_SECONDS, checked_interval
 from lake_assets.core.names import HIDDEN_PREFIX
-from lake_assets.dynamic_tables.entry import RefreshModeChoice
+from lake_assets.dynamic_tables.entry import DOWNSTREAM, RefreshModeChoice, TargetLag
 from lake_assets.sql.grammar import Grammar, ObjectWords, StatementParser, finished
 from lake_assets.sql.statements import Query, Statement
 from lake_assets.sql.tokens import TokenCursor
@@ -24,13 +24,15 @@ from lake_assets.tables.grammar import (
 
 CREATE_DYNAMIC_TABLE = (
     "CREATE [OR REPLACE] DYNAMIC TABLE [IF NOT EXISTS] name [(col [COMMENT '…'], …)] "
-    "[REFRESH INTERVAL n SECOND|MINUTE|HOUR|DAY] [REFRESH_MODE = AUTO|INCREMENTAL|FULL] "
+    "[REFRESH INTERVAL n SECOND|MINUTE|HOUR|DAY | TARGET_LAG = '<n> seconds|minutes|hours|days' "
+    "| TARGET_LAG = DOWNSTREAM] [REFRESH_MODE = AUTO|INCREMENTAL|FULL] "
     "[VCLUSTER vc] [COMMENT '…'] AS SELECT …"
 )
 EXPLAIN_DYNAMIC_TABLE = "EXPLAIN DYNAMIC TABLE name | EXPLAIN CREATE DYNAMIC TABLE … AS SELECT …"
 SHOW_REFRESH_HISTORY = "SHOW DYNAMIC TABLE REFRESH HISTORY [WHERE name = '…']"
 ALTER_DYNAMIC_TABLE = (
-    "ALTER DYNAMIC TABLE name SUSPEND | RESUME | SET PRIMARY KEY (col, …) | DROP PRIMARY KEY"
+    "ALTER DYNAMIC TABLE name SUSPEND | RESUME | SET PRIMARY KEY (col, …) | DROP PRIMARY KEY | "
+    "SET TARGET_LAG = '<n> minutes' | DOWNSTREAM"
 )
 _UNIT_SECONDS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
 WORDS = ObjectWords("dynamic table", (("DYNAMIC", "TABLE"),))
@@ -50,6 +52,7 @@ class CreateDynamicTable(Statement):
     or_replace: bool = False
     if_not_exists: bool = False
     refresh_mode: RefreshModeChoice = RefreshModeChoice.AUTO
+    target_lag: TargetLag | None = None
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,14 @@ class AlterDynamicTable(Statement):
 
 
 @dataclass(frozen=True)
+class AlterTargetLag(Statement):
+    """`ALTER DYNAMIC TABLE d SET TARGET_LAG = …`."""
+
+    name: str
+    target_lag: TargetLag
+
+
+@dataclass(frozen=True)
 class AlterDynamicTablePrimaryKey(AlterTablePrimaryKey):
     """`ALTER DYNAMIC TABLE d SET PRIMARY KEY (col, …)`; DROP PRIMARY KEY is the empty key."""
 
@@ -95,11 +106,13 @@ def parse_create_dynamic_table(cursor: TokenCursor, grammar: Grammar) -> Stateme
         raise LakeError("OR REPLACE and IF NOT EXISTS cannot be used together", "keep one of them")
     name = cursor.name("a dynamic table name")
     columns = _column_list(cursor) if cursor.accept_symbol(TokenType.L_PAREN) else []
-    interval = vcluster = comment = None
+    interval = vcluster = comment = lag = None
     mode = RefreshModeChoice.AUTO
     while not cursor.accept("AS"):
         if cursor.accept("REFRESH", "INTERVAL"):
             interval = _interval(cursor)
+        elif cursor.accept("TARGET_LAG"):
+            lag = target_lag(cursor)
         elif cursor.accept("REFRESH_MODE"):
             mode = _refresh_mode(cursor)
         elif cursor.accept("VCLUSTER"):
@@ -107,7 +120,12 @@ def parse_create_dynamic_table(cursor: TokenCursor, grammar: Grammar) -> Stateme
         elif cursor.accept("COMMENT"):
             comment = cursor.string("a comment")
         else:
-            cursor.fail("REFRESH INTERVAL, REFRESH_MODE, VCLUSTER, COMMENT or AS")
+            cursor.fail("REFRESH INTERVAL, TARGET_LAG, REFRESH_MODE, VCLUSTER, COMMENT or AS")
+    if interval is not None and lag is not None:
+        raise LakeError(
+            f"dynamic table {name} gives both REFRESH INTERVAL and TARGET_LAG",
+            "keep one: TARGET_LAG refreshes as often as the lag needs, REFRESH INTERVAL on a clock",
+        )
     query, text = grammar.query_after(cursor, f"dynamic table {name}", CREATE_DYNAMIC_TABLE)
     refuse_hidden_names(name, query.expression)
     refuse_time_travel(name, query.expression)
@@ -119,7 +137,7 @@ def parse_create_dynamic_table(cursor: TokenCursor, grammar: Grammar) -> Stateme
         )
     return CreateDynamicTable(
         name, query, text, tuple(columns), interval, vcluster, comment, or_replace, if_not_exists,
-        mode,
+        mode, lag,
     )  # fmt: skip
 
 
@@ -188,6 +206,28 @@ def _interval(cursor: TokenCursor) -> int:
     )
 
 
+def target_lag(cursor: TokenCursor) -> TargetLag:
+    """After TARGET_LAG: `= '<n> seconds|minutes|hours|days'` or `= DOWNSTREAM`."""
+    cursor.expect_symbol(TokenType.EQ, "=")
+    if cursor.accept("DOWNSTREAM"):
+        return DOWNSTREAM
+    text = cursor.string("a lag such as '5 minutes', or DOWNSTREAM")
+    words = text.split()
+    unit = words[-1].upper().removesuffix("S") if len(words) == 2 else ""
+    if unit not in _UNIT_SECONDS or not words[0].isdigit():
+        raise LakeError(
+            f"TARGET_LAG '{text}' is not a lag",
+            "write a whole number and a unit, e.g. TARGET_LAG = '5 minutes', or DOWNSTREAM",
+        )
+    seconds = checked_interval(
+        f"TARGET_LAG '{text}'",
+        int(words[0]) * _UNIT_SECONDS[unit],
+        shortest=f"TARGET_LAG = '{SHORTEST_SECONDS} seconds'",
+        longest=f"TARGET_LAG = '{LONGEST_DAYS} days'",
+    )
+    return TargetLag(seconds)
+
+
 def parse_refresh(cursor: TokenCursor, grammar: Grammar) -> Statement:
     cursor.usage = "REFRESH DYNAMIC TABLE name"
     cursor.expect("REFRESH", "DYNAMIC", "TABLE")
@@ -200,13 +240,14 @@ def parse_alter(cursor: TokenCursor, grammar: Grammar) -> Statement:
     name = cursor.name("a dynamic table name")
     statement = accept_alteration(cursor, name, _ALTERATIONS)
     if statement is None:
-        cursor.fail("RESUME, SUSPEND, SET PRIMARY KEY or DROP PRIMARY KEY")
+        cursor.fail("RESUME, SUSPEND, SET PRIMARY KEY, DROP PRIMARY KEY or SET TARGET_LAG")
     return statement
 
 
 _ALTERATIONS: dict[tuple[str, ...], Alteration] = {
     ("SUSPEND",): lambda cursor, name: AlterDynamicTable(name, suspended=True),
     ("RESUME",): lambda cursor, name: AlterDynamicTable(name, suspended=False),
+    ("SET", "TARGET_LAG"): lambda cursor, name: AlterTargetLag(name, target_lag(cursor)),
     **key_alterations(AlterDynamicTablePrimaryKey, "dynamic table"),
 }
 

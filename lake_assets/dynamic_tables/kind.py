@@ -7,6 +7,7 @@ from lake_assets.dynamic_tables.grammar import (
     WORDS,
     AlterDynamicTable,
     AlterDynamicTablePrimaryKey,
+    AlterTargetLag,
     CreateDynamicTable,
     ExplainDynamicTable,
     RefreshDynamicTable,
@@ -16,6 +17,7 @@ from lake_assets.dynamic_tables.grammar import (
 # The kind's own Dagster sensors.
 AUTOMATION_SENSOR = "lake_automation"
 INTERVALS_SENSOR = "lake_refresh_intervals"
+LAG_SENSOR = "lake_target_lags"
 
 KIND = Kind(
     name="dynamic table",
@@ -25,6 +27,7 @@ KIND = Kind(
         RefreshDynamicTable: engine.refresh_dynamic_table,
         AlterDynamicTable: engine.alter_dynamic_table,
         AlterDynamicTablePrimaryKey: engine.alter_primary_key,
+        AlterTargetLag: engine.alter_target_lag,
         ShowRefreshHistory: describing.show_refresh_history,
         ExplainDynamicTable: describing.explain_dynamic_table,
     },
@@ -33,5 +36,5 @@ KIND = Kind(
     describe=describing.describe_dynamic_table,
     drop=engine.drop_dynamic_table,
     defs="lake_assets.dynamic_tables.defs",
-    sensors=(AUTOMATION_SENSOR, INTERVALS_SENSOR),
+    sensors=(AUTOMATION_SENSOR, INTERVALS_SENSOR, LAG_SENSOR),
 )

@@ -51,6 +51,8 @@ class RefreshOutcome:
     error: str | None = None
     # Where the time went, in seconds: see Phases.
     phases: dict[str, float] = field(default_factory=dict)
+    # How far behind its base tables it had fallen when the refresh caught it up (see lags).
+    lag_seconds: float | None = None
 
     def summary(self) -> str:
         if self.state != RefreshState.SUCCEED:
@@ -232,4 +234,5 @@ def _outcome(record: RefreshRecord, phases: Phases) -> RefreshOutcome:
         record.dt_version,
         record.error_message,
         phases.seconds,
+        record.lag_seconds,
     )

@@ -81,6 +81,9 @@ class RefreshCommit:
     replaced_rows: int | None = None
     stages: dict[str, Read] = field(default_factory=dict)
     bases: dict[str, Read] = field(default_factory=dict)
+    # When the oldest base commit it brings in was made (ISO, UTC): its commit's lag is counted
+    # from there (see lags).
+    behind_since: str | None = None
 
     @property
     def versions(self) -> dict[str, int]:
@@ -95,7 +98,12 @@ class RefreshCommit:
             "start": self.start,
             "sources": _reads_json(self.sources),
         }
-        optional = {"mode": self.mode, "reason": self.reason, "replaced_rows": self.replaced_rows}
+        optional = {
+            "mode": self.mode,
+            "reason": self.reason,
+            "replaced_rows": self.replaced_rows,
+            "behind_since": self.behind_since,
+        }
         record.update({key: value for key, value in optional.items() if value is not None})
         if self.stages:
             record["stages"] = _reads_json(self.stages)
@@ -120,6 +128,7 @@ class RefreshCommit:
             int(str(replaced)) if replaced is not None else None,
             _reads(record.get("stages", {})),
             _reads(record.get("bases", {})),
+            str(since) if (since := record.get("behind_since")) is not None else None,
         )
 
 
@@ -153,6 +162,9 @@ class RefreshRecord:
     dt_version: int | None = None
     # The base tables' versions it reflects (name → version), when it succeeded.
     base_tables: dict[str, int] | None = None
+    # How far behind its base tables the table had fallen when this refresh's commit caught it up
+    # (from the oldest base commit it brought in; see lags).
+    lag_seconds: float | None = None
 
 
 def committed(name: str, commit: Commit, record: RefreshCommit | None = None) -> RefreshRecord:
@@ -173,11 +185,13 @@ def committed(name: str, commit: Commit, record: RefreshCommit | None = None) ->
     started = datetime.fromisoformat(record.start)
     duration = (end.replace(tzinfo=started.tzinfo) - started).total_seconds()
     assert record.mode is not None, "a committed refresh has a mode"
+    behind = datetime.fromisoformat(record.behind_since) if record.behind_since else None
+    lag = (end.replace(tzinfo=behind.tzinfo) - behind).total_seconds() if behind else 0.0
     return RefreshRecord(
         record.tag, name, RefreshState.SUCCEED, record.mode, record.trigger, record.start,
         end.isoformat(timespec="milliseconds"), max(duration, 0.0), record.versions, inserted,
         deleted, None, record.reason, commit.version,
-        {name: read.version for name, read in record.bases.items()},
+        {name: read.version for name, read in record.bases.items()}, max(lag, 0.0),
     )  # fmt: skip
 
 
@@ -200,6 +214,7 @@ REFRESHES = History(
         sa.Column("reason", TEXT),
         sa.Column("dt_version", sa.BigInteger),
         sa.Column("base_tables", TEXT),
+        sa.Column("lag_seconds", sa.Float),
         sa.Index("refresh_history_by_name", "name", "start_time"),
     ),
     RefreshRecord,

@@ -73,7 +73,7 @@ def newest(spark: SparkSession, catalog: Catalog, tables: Iterable[str]) -> dict
     return {name: Read(where, latest_version(spark, where)) for name, where in locations.items()}
 
 
-def reflected(spark: SparkSession, location: str, version: int) -> dict[str, Read]:
+def reflected(spark: SparkSession | None, location: str, version: int) -> dict[str, Read]:
     """The base versions version `version` of a dynamic table reflects: its newest refresh's
     record's (empty for a refresh recorded before they were)."""
     found, _ = newest_record(spark, location, REFRESH_MARKER, version)

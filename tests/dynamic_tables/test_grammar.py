@@ -6,10 +6,11 @@ import pytest
 
 from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
-from lake_assets.dynamic_tables.entry import RefreshModeChoice
+from lake_assets.dynamic_tables.entry import DOWNSTREAM, RefreshModeChoice, TargetLag
 from lake_assets.dynamic_tables.grammar import (
     AlterDynamicTable,
     AlterDynamicTablePrimaryKey,
+    AlterTargetLag,
     CreateDynamicTable,
     RefreshDynamicTable,
     ShowRefreshHistory,
@@ -87,6 +88,49 @@ def test_an_interval_out_of_bounds_is_refused_in_one_line(interval: str, message
     assert str(caught.value) == message
 
 
+def test_target_lag_is_a_lag_in_words_or_downstream() -> None:
+    for text, lag in (("'5 minutes'", TargetLag(300)), ("'1 hour'", TargetLag(3600)),
+                      ("'30 SECONDS'", TargetLag(30)), ("downstream", DOWNSTREAM)):  # fmt: skip
+        parsed = parse_statement(f"CREATE DYNAMIC TABLE d TARGET_LAG = {text} AS SELECT x FROM t")
+        assert isinstance(parsed, CreateDynamicTable)
+        assert parsed.target_lag == lag
+    assert TargetLag(7200).text == "2 hours"
+    assert parse_statement("ALTER DYNAMIC TABLE d SET TARGET_LAG = '2 days'") == AlterTargetLag(
+        "d", TargetLag(2 * 86400)
+    )
+
+
+@pytest.mark.parametrize(
+    ("clause", "message"),
+    [
+        (
+            "TARGET_LAG = '1 second'",
+            "TARGET_LAG '1 second' is shorter than 5 seconds — the Dagster daemon looks for due "
+            "runs every 5 s: write TARGET_LAG = '5 seconds' or longer",
+        ),
+        (
+            "TARGET_LAG = 'soon'",
+            "TARGET_LAG 'soon' is not a lag — write a whole number and a unit, e.g. "
+            "TARGET_LAG = '5 minutes', or DOWNSTREAM",
+        ),
+        (
+            "TARGET_LAG = '99999999999999 days'",
+            "TARGET_LAG '99999999999999 days' is longer than 365 days — write TARGET_LAG = "
+            "'365 days' or shorter",
+        ),
+        (
+            "TARGET_LAG = '1 hour' REFRESH INTERVAL 1 HOUR",
+            "dynamic table d gives both REFRESH INTERVAL and TARGET_LAG — keep one: TARGET_LAG "
+            "refreshes as often as the lag needs, REFRESH INTERVAL on a clock",
+        ),
+    ],
+)
+def test_a_bad_target_lag_is_refused_in_one_line(clause: str, message: str) -> None:
+    with pytest.raises(LakeError) as caught:
+        parse_statement(f"CREATE DYNAMIC TABLE d {clause} AS SELECT x FROM t")
+    assert str(caught.value) == message
+
+
 def test_refresh_mode_is_auto_unless_declared() -> None:
     assert parse_statement(SUMMARY).refresh_mode is RefreshModeChoice.AUTO
     for mode in ("AUTO", "INCREMENTAL", "FULL"):
@@ -128,7 +172,7 @@ def test_the_other_statements(text: str, expected: object) -> None:
         ("CREATE DYNAMIC TABLE d REFRESH INTERVAL 0 HOUR AS SELECT 1", "shorter than 5 seconds"),
         (
             "CREATE DYNAMIC TABLE d LAG = 1 AS SELECT 1",
-            "REFRESH INTERVAL, REFRESH_MODE, VCLUSTER, COMMENT or AS",
+            "REFRESH INTERVAL, TARGET_LAG, REFRESH_MODE, VCLUSTER, COMMENT or AS",
         ),
         ("CREATE DYNAMIC TABLE d AS INSERT INTO t VALUES (1)", "must be defined by a SELECT"),
         ("CREATE DYNAMIC TABLE d (a, a) AS SELECT 1, 2", "appears twice"),

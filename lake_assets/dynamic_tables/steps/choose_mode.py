@@ -4,6 +4,7 @@ choosing.why_full), and the write that commits it with its record."""
 from __future__ import annotations
 
 from lake_assets.dynamic_tables.choosing import estimate, schema_changes, why_full
+from lake_assets.dynamic_tables.lags import behind_since
 from lake_assets.dynamic_tables.refreshes import Read, RefreshCommit
 from lake_assets.dynamic_tables.runtime.writing import Write
 from lake_assets.dynamic_tables.snapshots import bases_read
@@ -24,8 +25,14 @@ def choose_mode(run: Refreshing) -> None:
         views=run.replaced,
     )
     reads = {read.name: Read(read.location, read.version) for read in run.reads}
+    bases = bases_read(run.spark, run.catalog, run.reads)
+    since = behind_since(run.previous.bases if run.previous else {}, bases)
     metadata = RefreshCommit(
-        run.trigger, run.start, reads, bases=bases_read(run.spark, run.catalog, run.reads)
+        run.trigger,
+        run.start,
+        reads,
+        bases=bases,
+        behind_since=since.isoformat(timespec="milliseconds") if since else None,
     )
     plan = run.plan
     run.job = Write(

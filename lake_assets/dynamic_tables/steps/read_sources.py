@@ -48,7 +48,7 @@ def read_sources(run: Refreshing) -> None:
     bases = {name: read.version for name, read in run.previous.bases.items()}
     run.record = RefreshRecord(
         uuid.uuid4().hex, entry.name, RefreshState.SUCCEED, RefreshMode.NO_DATA, run.trigger,
-        run.start, now_utc(), run.elapsed(), versions, 0, 0, base_tables=bases,
+        run.start, now_utc(), run.elapsed(), versions, 0, 0, base_tables=bases, lag_seconds=0.0,
     )  # fmt: skip
     REFRESHES.record(catalog, run.record)
     run.phases.end("plan")
