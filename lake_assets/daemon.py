@@ -10,9 +10,13 @@ from pathlib import Path
 from typing import IO
 
 from lake_assets.code_server import spawn_code_server
+from lake_assets.core.ticks import DAEMON_LOOP_SECONDS
 from resources.spark_server import stop
 
 ROOT = Path(__file__).resolve().parent.parent
+# Dagster's freshness daemon looks every 30 s unless told; at the daemon's loop, what the UI shows
+# as fresh or late follows a dynamic table's lag within seconds.
+FRESHNESS_LOOP = {"FRESHNESS_DAEMON_INTERVAL_SECONDS": str(DAEMON_LOOP_SECONDS)}
 
 
 @dataclass(frozen=True)
@@ -35,7 +39,7 @@ def spawn_daemon(env: dict[str, str], output: IO) -> Daemon:
     try:
         process = subprocess.Popen(
             [str(Path(sys.executable).with_name("dagster-daemon")), "run", "-w", str(workspace)],
-            cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT,
+            cwd=ROOT, env={**FRESHNESS_LOOP, **env}, stdout=output, stderr=subprocess.STDOUT,
         )  # fmt: skip
     except BaseException:
         stop(code_server)

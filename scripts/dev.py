@@ -15,6 +15,7 @@ from types import FrameType
 
 from lake_assets.code_server import spawn_code_server
 from lake_assets.core.errors import LakeError
+from lake_assets.daemon import FRESHNESS_LOOP
 from resources.spark import DEFAULT_CONNECT_PORT, remote_address
 from resources.spark_server import LOOPBACK, spawn_server, stop
 
@@ -27,7 +28,7 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 def main() -> int:
     url = os.environ.get("LAKE_SPARK_REMOTE") or f"sc://{LOOPBACK}:{DEFAULT_CONNECT_PORT}"
-    env = {**os.environ, "LAKE_SPARK_REMOTE": url}
+    env = {**FRESHNESS_LOOP, **os.environ, "LAKE_SPARK_REMOTE": url}
     # Both, even when started with SIGINT ignored (in the background, under nohup): the children
     # then take SIGINT's default, and `dagster dev` stops its webserver and daemon with it.
     signal.signal(signal.SIGINT, _interrupt)

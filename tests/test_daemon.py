@@ -1,7 +1,7 @@
 """End to end through the real Dagster daemon and a Spark Connect server, as `make dev` runs them:
 a file lands, the pipe's sensor loads it (by its header's names, its bad row kept aside) and its
-run refreshes the dynamic table; and
-objects created or dropped while the daemon runs take effect with no reload."""
+run refreshes the dynamic table; objects created or dropped while the daemon runs take effect
+with no reload; and a TARGET_LAG is kept and shown as Dagster's freshness."""
 
 from __future__ import annotations
 
@@ -15,11 +15,12 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
+from dagster import AssetKey, DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.daemon import ROOT, spawn_daemon
 from lake_assets.dynamic_tables.defs import AUTOMATION_SENSOR
+from lake_assets.dynamic_tables.entry import DynamicTableEntry
 from lake_assets.dynamic_tables.refreshes import REFRESHES
 from lake_assets.pipes.load_records import load_history
 from lake_assets.session import LakeSession
@@ -224,3 +225,54 @@ def test_objects_created_and_dropped_while_the_daemon_runs_take_effect_without_a
         ("Electronics", 1, Decimal("10.00")),
         ("Sports", 3, Decimal("8.75")),
     ]
+
+
+def test_a_target_lag_is_kept_by_the_lag_sensor_and_shown_as_freshness(
+    lake: LakeSession, tmp_path: Path, spark_remote: str
+) -> None:
+    """`totals` (TARGET_LAG 90 s) reads `cleaned` (DOWNSTREAM): two commits to `orders` are
+    caught up by one refresh of `totals` within the target, `cleaned` refreshed first as part of
+    it (and reported as an event of its asset), and Dagster's freshness says `totals` is fresh."""
+    lake.sql(
+        "CREATE TABLE orders (id BIGINT, amount DECIMAL(10,2)); INSERT INTO orders VALUES (1, 10);"
+        "CREATE DYNAMIC TABLE cleaned TARGET_LAG = '1 hour' AS "
+        "SELECT id, amount FROM orders WHERE amount > 0;"
+        "CREATE DYNAMIC TABLE totals TARGET_LAG = '90 seconds' AS "
+        "SELECT COUNT(*) AS n, SUM(amount) AS total FROM cleaned;"
+        "ALTER DYNAMIC TABLE cleaned SET TARGET_LAG = DOWNSTREAM"
+    )
+    catalog = lake.catalog
+    created = {name: len(REFRESHES.newest_first(catalog, name)) for name in ("cleaned", "totals")}
+    with (
+        running_daemon(lake, tmp_path, spark_remote) as running,
+        DagsterInstance.from_config(str(running.dagster_home)) as instance,
+    ):
+        lake.sql("INSERT INTO orders VALUES (2, 5)")
+        lake.sql("INSERT INTO orders VALUES (3, -1), (4, 2.5)")
+        running.wait_until(
+            "the refresh of totals", lambda: rows(lake, "SELECT n FROM totals") == [(3,)]
+        )
+        running.wait_until(
+            "Dagster's freshness of totals",
+            lambda: _freshness(instance, "totals") == "PASS",
+        )
+        cleaned_event = instance.get_latest_materialization_event(AssetKey("cleaned"))
+        assert failed_steps(instance) == []
+    refreshes = REFRESHES.newest_first(catalog, "totals")[: -created["totals"]]
+    committed = [r for r in refreshes if r.dt_version is not None]
+    assert [r.refresh_trigger for r in committed] == ["SCHEDULED"]  # not one per commit
+    # Requested at half the target (45 s after the first INSERT), committed within it.
+    print(f"totals caught up {committed[0].lag_seconds:.1f} s after the first INSERT")
+    assert 45 <= (committed[0].lag_seconds or 0) <= 90, committed[0]
+    upstream = REFRESHES.newest_first(catalog, "cleaned")[: -created["cleaned"]]
+    assert {r.refresh_trigger for r in upstream} == {"DOWNSTREAM"}
+    assert cleaned_event is not None
+    assert cleaned_event.asset_materialization is not None
+    version = cleaned_event.asset_materialization.metadata["lake/version"].value
+    assert version == catalog.get(DynamicTableEntry, "cleaned").version
+
+
+def _freshness(instance: DagsterInstance, name: str) -> str | None:
+    records = instance.get_freshness_state_records([AssetKey(name)])
+    record = records.get(AssetKey(name))
+    return record.freshness_state.value if record is not None else None
