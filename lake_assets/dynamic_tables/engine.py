@@ -24,7 +24,6 @@ from lake_assets.dynamic_tables.entry import (
 from lake_assets.dynamic_tables.grammar import (
     AlterDynamicTable,
     AlterDynamicTablePrimaryKey,
-    AlterTargetLag,
     CreateDynamicTable,
     RefreshDynamicTable,
 )
@@ -34,9 +33,9 @@ from lake_assets.dynamic_tables.refresh import Refreshed, refresh
 from lake_assets.dynamic_tables.refreshes import RefreshTrigger
 from lake_assets.dynamic_tables.rewrites import runnable
 from lake_assets.dynamic_tables.runtime.sources import schema_of
-from lake_assets.dynamic_tables.snapshots import sources_of
 from lake_assets.dynamic_tables.steps.lower import query_of
 from lake_assets.dynamic_tables.steps.read_sources import source_read
+from lake_assets.dynamic_tables.targets import refuse_stuck
 from lake_assets.sql.binding import referenced_tables
 from lake_assets.sql.statements import DropObject
 from lake_assets.sql.types import type_text
@@ -69,8 +68,6 @@ def create_dynamic_table(session: Context, stmt: CreateDynamicTable) -> Result:
         taken := name_taken(session, DynamicTableEntry, stmt.name, stmt.if_not_exists)
     ):
         return taken
-    if stmt.target_lag == DOWNSTREAM:
-        refuse_unread_downstream(catalog, stmt.name)
     if stmt.query.sources:
         raise LakeError(
             f"dynamic table {stmt.name} can read only tables and dynamic tables",
@@ -89,6 +86,13 @@ def create_dynamic_table(session: Context, stmt: CreateDynamicTable) -> Result:
             "sources' changes itself",
             "read the stream's source table instead",
         )
+    refuse_stuck(
+        catalog,
+        stmt.name,
+        stmt.target_lag,
+        stmt.refresh_interval_seconds,
+        base_relations(sources, catalog.find_relation),
+    )
     # The views it reads are read as the queries they stand for: their relations are the refresh's.
     expression = query_of(catalog, stmt.name, stmt.query.expression)
     stored = {name: catalog.stored(name) for name in base_relations(sources, catalog.find_relation)}
@@ -292,36 +296,6 @@ def alter_dynamic_table(session: Context, stmt: AlterDynamicTable) -> Result:
     )
     state = SchedulingState.SUSPENDED if stmt.suspended else SchedulingState.ACTIVE
     return Result.status(f"dynamic table {stmt.name} is {state}")
-
-
-def alter_target_lag(session: Context, stmt: AlterTargetLag) -> Result:
-    """SET TARGET_LAG: it replaces a REFRESH INTERVAL, if the table had one."""
-    catalog, lag = session.catalog, stmt.target_lag
-    catalog.get(DynamicTableEntry, stmt.name)
-    if lag == DOWNSTREAM:
-        refuse_unread_downstream(catalog, stmt.name)
-    catalog.update(
-        DynamicTableEntry,
-        stmt.name,
-        lambda entry: replace(
-            entry,
-            target_lag_seconds=lag.seconds,
-            lag_downstream=lag == DOWNSTREAM,
-            refresh_interval_seconds=None,
-        ),
-    )
-    return Result.status(f"dynamic table {stmt.name} has TARGET_LAG = {lag.text}")
-
-
-def refuse_unread_downstream(catalog: Catalog, name: str) -> None:
-    """DOWNSTREAM refreshes a table only with a dynamic table that reads it: with none, never."""
-    entries = catalog.entries(DynamicTableEntry)
-    if not any(name.lower() in map(str.lower, sources_of(d, catalog)) for d in entries):
-        raise LakeError(
-            f"TARGET_LAG = DOWNSTREAM: no dynamic table reads {name}, so it would never refresh",
-            f"give it a lag (TARGET_LAG = '5 minutes'), create the dynamic tables that read it, "
-            f"then ALTER DYNAMIC TABLE {name} SET TARGET_LAG = DOWNSTREAM",
-        )
 
 
 def alter_primary_key(session: Context, stmt: AlterDynamicTablePrimaryKey) -> Result:

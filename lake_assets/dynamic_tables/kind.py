@@ -1,7 +1,7 @@
 """The dynamic tables kind as registered in lake_assets.kinds: its SQL, handlers and definitions."""
 
 from lake_assets.core.kind import Kind
-from lake_assets.dynamic_tables import describing, engine
+from lake_assets.dynamic_tables import describing, engine, targets
 from lake_assets.dynamic_tables.grammar import (
     STATEMENTS,
     WORDS,
@@ -27,7 +27,7 @@ KIND = Kind(
         RefreshDynamicTable: engine.refresh_dynamic_table,
         AlterDynamicTable: engine.alter_dynamic_table,
         AlterDynamicTablePrimaryKey: engine.alter_primary_key,
-        AlterTargetLag: engine.alter_target_lag,
+        AlterTargetLag: targets.alter_target_lag,
         ShowRefreshHistory: describing.show_refresh_history,
         ExplainDynamicTable: describing.explain_dynamic_table,
     },

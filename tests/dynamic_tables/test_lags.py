@@ -100,6 +100,8 @@ def test_assets_with_a_target_lag_carry_a_freshness_policy_and_no_eager_conditio
         lake.sql("CREATE DYNAMIC TABLE other TARGET_LAG = DOWNSTREAM AS SELECT k FROM src")
     (altered,) = lake.sql("ALTER DYNAMIC TABLE cleaned SET TARGET_LAG = DOWNSTREAM")
     assert altered.message == "dynamic table cleaned has TARGET_LAG = DOWNSTREAM"
+    with pytest.raises(LakeError, match="changes only when a table reading it refreshes"):
+        lake.sql("CREATE DYNAMIC TABLE stuck AS SELECT k FROM cleaned")
     defs = build_definitions(lake.settings)
     graph = defs.resolve_asset_graph()
     summary, cleaned = graph.get(AssetKey("summary")), graph.get(AssetKey("cleaned"))
