@@ -1,0 +1,104 @@
+"""Expectations on real Spark + Delta: WARN, DROP ROW and FAIL across INSERT, UPDATE and COPY,
+the quarantine, the counts each commit carries, DESC and ADD / DROP CONSTRAINT."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+
+from lake_assets.core.commits import STATEMENT_MARKER, decode
+from lake_assets.core.delta import history
+from lake_assets.session import LakeSession
+from lake_assets.tables.entry import TableEntry
+from tests.ingest_helpers import local_volume, message, put, refused, rows
+
+ORDERS = """
+CREATE TABLE orders (id BIGINT, amount DECIMAL(10,2),
+    CONSTRAINT valid_amount EXPECT (amount > 0) ON VIOLATION DROP ROW,
+    CONSTRAINT has_id EXPECT (id IS NOT NULL) ON VIOLATION FAIL,
+    CONSTRAINT small EXPECT (amount < 1000))
+"""
+
+
+def counts(lake: LakeSession, version: int) -> dict[str, list[int]]:
+    """The expectation counts the commit at `version` carries."""
+    location = lake.catalog.get(TableEntry, "orders").location
+    commit = next(c for c in history(None, location) if c.version == version)
+    record = decode(commit.user_metadata, STATEMENT_MARKER) or json.loads(commit.user_metadata)
+    return record["expectations"]
+
+
+def test_each_write_judges_its_rows_and_keeps_the_dropped_ones_aside(
+    lake: LakeSession, tmp_path: Path
+) -> None:
+    lake.sql(ORDERS)
+    assert message(lake, "INSERT INTO orders VALUES (1, 10), (2, -5), (3, 5000), (4, NULL)") == (
+        "INSERT: 3 inserted, 0 updated, 0 deleted; orders is at version 1 with 3 rows"
+    )
+    # NULL passes (amount NULL: both amount conditions are NULL); -5 is dropped, 5000 warned.
+    assert counts(lake, 1) == {"valid_amount": [3, 1], "has_id": [4, 0], "small": [3, 1]}
+    assert rows(lake, "SELECT id, amount FROM orders ORDER BY id") == [
+        (1, Decimal("10.00")), (3, Decimal("5000.00")), (4, None),
+    ]  # fmt: skip
+
+    error = refused(lake, "INSERT INTO orders (amount) SELECT 7")
+    assert "violates expectation has_id (id IS NOT NULL, ON VIOLATION FAIL) in 1 of 1" in error
+    assert "e.g. (id=None, amount=Decimal('7.00')); nothing was written" in error
+    assert lake.catalog.get(TableEntry, "orders").version == 1
+
+    # An UPDATE whose new values fail DROP ROW leaves the row as it was; the new values go aside.
+    assert message(lake, "UPDATE orders SET amount = amount - 20 WHERE id IN (1, 3)") == (
+        "UPDATE: 0 inserted, 1 updated, 0 deleted; orders is at version 2 with 3 rows"
+    )
+    assert counts(lake, 2) == {"valid_amount": [1, 1], "has_id": [2, 0], "small": [1, 1]}
+    assert rows(lake, "SELECT id, amount FROM orders ORDER BY id") == [
+        (1, Decimal("10.00")), (3, Decimal("4980.00")), (4, None),
+    ]  # fmt: skip
+
+    volume = local_volume(lake, tmp_path / "incoming")
+    put(volume, "a.csv", "5,1.50\n6,-2.00\n")
+    assert message(lake, "COPY INTO orders FROM VOLUME v USING CSV") == (
+        "COPY: 1 files loaded (2 rows), 0 failed, 0 purged; orders is at version 3"
+    )
+    assert rows(lake, "SELECT COUNT(*) FROM orders") == [(4,)]
+    assert lake.catalog.get(TableEntry, "orders").row_count == 4
+
+    assert rows(
+        lake,
+        "SELECT id, amount, expectation, commit_version FROM quarantined_rows('orders') "
+        "ORDER BY commit_version, id",
+    ) == [
+        (2, Decimal("-5.00"), "valid_amount", 1),
+        (1, Decimal("-10.00"), "valid_amount", 2),
+        (6, Decimal("-2.00"), "valid_amount", 3),
+    ]
+    assert "MERGE into table orders, which has expectations, is not supported yet" in refused(
+        lake, "MERGE INTO orders USING orders AS s ON orders.id = s.id WHEN MATCHED THEN DELETE"
+    )
+
+
+def test_constraints_are_shown_added_and_dropped_and_hold_their_columns(
+    lake: LakeSession,
+) -> None:
+    lake.sql(ORDERS + "; INSERT INTO orders VALUES (1, 10), (2, 2000)")
+    assert rows(lake, "DESC TABLE orders")[2:] == [
+        ("CONSTRAINT valid_amount", "EXPECT (amount > 0) ON VIOLATION DROP ROW", None, None, None),
+        ("CONSTRAINT has_id", "EXPECT (id IS NOT NULL) ON VIOLATION FAIL", None, None, None),
+        ("CONSTRAINT small", "EXPECT (amount < 1000) ON VIOLATION WARN", None, None, None),
+    ]  # fmt: skip
+    assert refused(lake, "ALTER TABLE orders DROP COLUMN amount").startswith(
+        "expectation valid_amount of table orders reads column amount"
+    )
+    assert "is not a condition: (amount + 1) is DECIMAL(11,2)" in refused(
+        lake, "ALTER TABLE orders ADD CONSTRAINT bad EXPECT (amount + 1)"
+    )
+    assert message(lake, "ALTER TABLE orders ADD CONSTRAINT tiny EXPECT (amount < 100)") == (
+        "table orders expects tiny: EXPECT (amount < 100) ON VIOLATION WARN, on writes from "
+        "now on; 1 rows already in it fail it and are left as they are"
+    )
+    assert message(lake, "ALTER TABLE orders DROP CONSTRAINT VALID_AMOUNT") == (
+        "table orders no longer expects VALID_AMOUNT"
+    )
+    names = [e.name for e in lake.catalog.get(TableEntry, "orders").expectations]
+    assert names == ["has_id", "small", "tiny"]
