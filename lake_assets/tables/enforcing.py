@@ -5,6 +5,7 @@ exactly once with it."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import reduce
@@ -14,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType
 
-from lake_assets.core.delta import delta_ref
+from lake_assets.core.delta import commits_from, delta_ref
 from lake_assets.core.errors import LakeError
 from lake_assets.tables.entry import TableEntry
 from lake_assets.tables.expectations import Expectation, Violation
@@ -55,6 +56,17 @@ def check_conditions(
                 f"({expectation.condition}) is {found.dataType.simpleString().upper()}",
                 "write a boolean expression, e.g. amount > 0",
             )
+
+
+def recorded_counts(location: str, version: int) -> dict[str, list[int]] | None:
+    """The counts the table's commit at `version` carries, if it judged rows (read from the
+    log, without Spark)."""
+    commit = next(commits_from(None, location, version), None)
+    metadata = commit.user_metadata if commit is not None and commit.version == version else None
+    if not metadata or not metadata.startswith('{"lake_'):
+        return None
+    counts: dict[str, list[int]] | None = json.loads(metadata).get(COUNTS)
+    return counts
 
 
 def judged(table: TableEntry, rows: DataFrame, tag: str, write: str) -> Judged:
