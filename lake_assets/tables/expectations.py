@@ -113,7 +113,7 @@ def _refuse_shapes(label: str, condition: exp.Expr) -> None:
             problem = "a non-deterministic function"
         if problem is not None:
             raise LakeError(
-                f"{label} calls {problem}: {node.sql(dialect='spark')}",
+                f"{label} uses {problem}: {node.sql(dialect='spark')}",
                 "judge each row by its own columns with deterministic functions only",
             )
 
