@@ -4,7 +4,7 @@ table) judges them by the same conditions."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
@@ -116,6 +116,19 @@ def _refuse_shapes(label: str, condition: exp.Expr) -> None:
                 f"{label} uses {problem}: {node.sql(dialect='spark')}",
                 "judge each row by its own columns with deterministic functions only",
             )
+
+
+def passes_over(expectation: Expectation, values: Mapping[str, exp.Expr]) -> exp.Expr:
+    """The expectation's test of a row about to be written, whose columns (by lower-cased name)
+    hold `values`: a write's statement guards itself with it."""
+    passes = sqlglot.parse_one(expectation.passes, read="spark")
+    return passes.transform(
+        lambda node: (
+            exp.paren(values[node.name.lower()].copy())
+            if isinstance(node, exp.Column) and node.name.lower() in values
+            else node
+        )
+    )
 
 
 def expectations_naming(

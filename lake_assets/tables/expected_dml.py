@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import sqlglot
 from sqlglot import exp
 
 from lake_assets.core.commits import committing, writer_options
@@ -23,7 +22,8 @@ from lake_assets.sql.statements import Dml, Query
 from lake_assets.tables.columns import recorded_schema
 from lake_assets.tables.enforcing import judged
 from lake_assets.tables.entry import TableEntry
-from lake_assets.tables.expectations import Violation
+from lake_assets.tables.expectations import Violation, passes_over
+from lake_assets.tables.expected_merge import write_merge
 
 if TYPE_CHECKING:
     from lake_assets.core.kind import Context
@@ -37,10 +37,11 @@ def write_expected(session: Context, stmt: Dml, table: TableEntry) -> Result:
         return _insert(session, stmt, table, expression)
     if isinstance(expression, exp.Update):
         return _update(session, stmt, table, expression)
+    if isinstance(expression, exp.Merge):
+        return write_merge(session, stmt, table, expression)
     raise LakeError(
-        f"{stmt.operation} into table {table.name}, which has expectations, is not supported yet",
-        "write its rows with INSERT … SELECT and UPDATE, or first ALTER TABLE "
-        f"{table.name} DROP CONSTRAINT each of them",
+        f"{stmt.operation} into table {table.name}, which has expectations, is not supported",
+        "write its rows with INSERT, UPDATE or MERGE",
     )
 
 
@@ -122,8 +123,7 @@ def _update(session: Context, stmt: Dml, table: TableEntry, update: exp.Update) 
     guarded = update.copy()
     for expectation in table.expectations:
         if expectation.on_violation == Violation.DROP_ROW:
-            passes = sqlglot.parse_one(expectation.passes, read="spark")
-            guarded = guarded.where(_substituted(passes, assigned), copy=False)
+            guarded = guarded.where(passes_over(expectation, assigned), copy=False)
     bound = session.bind(Dml(stmt.operation, stmt.target, guarded, stmt.sources))
     spark = session.spark
 
@@ -136,15 +136,4 @@ def _update(session: Context, stmt: Dml, table: TableEntry, update: exp.Update) 
     return session.committing(
         table.name,
         lambda: commit_write(spark, session.catalog, table, stmt.operation, bound.consuming, write),
-    )
-
-
-def _substituted(condition: exp.Expr, assigned: dict[str, exp.Expr]) -> exp.Expr:
-    """`condition` over a row's new values: each assigned column read as its new value."""
-    return condition.transform(
-        lambda node: (
-            exp.paren(assigned[node.name.lower()].copy())
-            if isinstance(node, exp.Column) and node.name.lower() in assigned
-            else node
-        )
     )

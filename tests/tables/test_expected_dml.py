@@ -64,6 +64,20 @@ def test_each_write_judges_its_rows_and_keeps_the_dropped_ones_aside(
     assert rows(lake, "SELECT COUNT(*) FROM orders") == [(4,)]
     assert lake.catalog.get(TableEntry, "orders").row_count == 4
 
+    # A MERGE row dropped by its clause takes no other: id 1 is neither updated nor deleted.
+    assert (
+        message(
+            lake,
+            "MERGE INTO orders AS o USING (SELECT 1 AS id, -1.00 AS amount UNION ALL "
+            "SELECT 5, 2.00 UNION ALL SELECT 7, 3.00 UNION ALL SELECT 8, -4.00) AS s "
+            "ON o.id = s.id WHEN MATCHED AND s.amount < 0 THEN UPDATE SET amount = s.amount "
+            "WHEN MATCHED THEN DELETE "
+            "WHEN NOT MATCHED THEN INSERT (id, amount) VALUES (s.id, s.amount)",
+        )
+        == "MERGE: 1 inserted, 0 updated, 1 deleted; orders is at version 4 with 4 rows"
+    )
+    assert counts(lake, 4) == {"valid_amount": [1, 2], "has_id": [3, 0], "small": [3, 0]}
+    assert rows(lake, "SELECT id FROM orders ORDER BY id") == [(1,), (3,), (4,), (7,)]
     assert rows(
         lake,
         "SELECT id, amount, expectation, commit_version FROM quarantined_rows('orders') "
@@ -72,10 +86,9 @@ def test_each_write_judges_its_rows_and_keeps_the_dropped_ones_aside(
         (2, Decimal("-5.00"), "valid_amount", 1),
         (1, Decimal("-10.00"), "valid_amount", 2),
         (6, Decimal("-2.00"), "valid_amount", 3),
+        (1, Decimal("-1.00"), "valid_amount", 4),
+        (8, Decimal("-4.00"), "valid_amount", 4),
     ]
-    assert "MERGE into table orders, which has expectations, is not supported yet" in refused(
-        lake, "MERGE INTO orders USING orders AS s ON orders.id = s.id WHEN MATCHED THEN DELETE"
-    )
 
 
 def test_constraints_are_shown_added_and_dropped_and_hold_their_columns(
