@@ -6,6 +6,7 @@ commits a violation)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 from dagster import (
     AssetCheckEvaluation,
@@ -38,23 +39,28 @@ def check_specs(entry: TableEntry) -> list[AssetCheckSpec]:
 
 
 def expectations_check(entry: TableEntry) -> AssetChecksDefinition:
-    """The table's expectation checks; run by hand, they show the newest write's counts."""
+    """The table's expectation checks; run by hand, they show its newest write's counts."""
 
     @multi_asset_check(specs=check_specs(entry), name=f"{entry.name}_expectations")
     def judged() -> Iterator[AssetCheckResult]:
         newest = history(None, entry.location, 1)[0].version
-        for expectation, passed, failed in _verdicts(
-            entry, recorded_counts(entry.location, newest) or {}
-        ):
-            yield AssetCheckResult(
-                asset_key=entry.name,
-                check_name=expectation.name,
-                passed=failed == 0,
-                severity=_severity(expectation),
-                metadata=_metadata(passed, failed),
-            )
+        yield from check_results(replace(entry, version=newest))
 
     return judged
+
+
+def check_results(entry: TableEntry) -> Iterator[AssetCheckResult]:
+    """The checks' results on the table's commit at `entry.version` (no counts: nothing judged,
+    each passes)."""
+    found = recorded_counts(entry.location, entry.version) if entry.version is not None else None
+    for expectation, passed, failed in _verdicts(entry, found or {}):
+        yield AssetCheckResult(
+            asset_key=entry.name,
+            check_name=expectation.name,
+            passed=failed == 0,
+            severity=_severity(expectation),
+            metadata=_metadata(passed, failed),
+        )
 
 
 def evaluations(entry: StoredRelation) -> list[AssetCheckEvaluation]:
