@@ -322,12 +322,13 @@ def show_tables(session: Context, stmt: ShowTables) -> Result:
     return Result(
         [
             "name", "kind", "change_tracking", "schema_evolution", "rescued_data_column", "rows",
-            "version", "comment", "created_at",
+            "version", "comment", "created_at", "expectations",
         ],
         [
             (
                 e.name, "TABLE", e.change_tracking, e.schema_evolution, e.rescued_data_column,
                 e.row_count, e.version, e.comment, e.created_at,
+                ", ".join(x.name for x in e.expectations) or None,
             )
             for e in session.catalog.entries(TableEntry)
         ],

@@ -100,6 +100,7 @@ def test_constraints_are_shown_added_and_dropped_and_hold_their_columns(
         ("CONSTRAINT has_id", "EXPECT (id IS NOT NULL) ON VIOLATION FAIL", None, None, None),
         ("CONSTRAINT small", "EXPECT (amount < 1000) ON VIOLATION WARN", None, None, None),
     ]  # fmt: skip
+    assert rows(lake, "SHOW TABLES")[0][-1] == "valid_amount, has_id, small"
     assert refused(lake, "ALTER TABLE orders DROP COLUMN amount").startswith(
         "expectation valid_amount of table orders reads column amount"
     )
