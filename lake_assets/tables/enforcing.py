@@ -58,6 +58,19 @@ def check_conditions(
             )
 
 
+def refuse_expectations(table: TableEntry, write: str) -> None:
+    """A write that does not judge its rows yet refuses a table with expectations, rather than
+    let rows in unjudged."""
+    if table.expectations:
+        names = ", ".join(e.name for e in table.expectations)
+        raise LakeError(
+            f"{write} does not judge rows by expectations yet, and table {table.name} has "
+            f"expectations ({names}); nothing was written",
+            f"write into a table without expectations, or first ALTER TABLE {table.name} "
+            f"DROP CONSTRAINT {table.expectations[0].name} (and each other one)",
+        )
+
+
 def recorded_counts(location: str, version: int) -> dict[str, list[int]] | None:
     """The counts the table's commit at `version` carries, if it judged rows (read from the
     log, without Spark)."""
