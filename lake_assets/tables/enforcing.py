@@ -9,7 +9,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import reduce
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -17,12 +17,18 @@ from pyspark.sql.types import BooleanType
 
 from lake_assets.core.delta import commits_from, delta_ref
 from lake_assets.core.errors import LakeError
+from lake_assets.sql.statements import Dml, Query
 from lake_assets.tables.entry import TableEntry
 from lake_assets.tables.expectations import Expectation, Violation
 from lake_assets.tables.quarantine import quarantine
 
+if TYPE_CHECKING:
+    from lake_assets.core.kind import Bound, Context
+
 # The commit record's field holding each expectation's [passed, failed] counts.
 COUNTS = "expectations"
+# How many times a statement's written rows and itself are bound, to read the same streams.
+_BIND_TRIES = 3
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,21 @@ def check_conditions(
                 f"({expectation.condition}) is {found.dataType.simpleString().upper()}",
                 "write a boolean expression, e.g. amount > 0",
             )
+
+
+def bound_alike(context: Context, rows: Query, statement: Dml) -> tuple[Bound, Bound]:
+    """The rows a statement writes and the statement, bound to read the same stream ranges (each
+    binding pins a stream's range up to its source's newest version): bound again when a commit
+    to a stream's source came between the two, so that what is judged is what is written."""
+    for _ in range(_BIND_TRIES):
+        judging, writing = context.bind(rows), context.bind(statement)
+        if set(judging.reads) == set(writing.reads):
+            return judging, writing
+    raise LakeError(
+        f"the streams {statement.target}'s {statement.operation} reads kept changing while it "
+        "was read",
+        "run it again",
+    )
 
 
 def refuse_expectations(table: TableEntry, write: str) -> None:

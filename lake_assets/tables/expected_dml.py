@@ -20,7 +20,7 @@ from lake_assets.core.writes import commit_write
 from lake_assets.sql.grammar import OVERWRITE
 from lake_assets.sql.statements import Dml, Query
 from lake_assets.tables.columns import recorded_schema
-from lake_assets.tables.enforcing import judged
+from lake_assets.tables.enforcing import bound_alike, judged
 from lake_assets.tables.entry import TableEntry
 from lake_assets.tables.expectations import Violation, passes_over
 from lake_assets.tables.expected_merge import write_merge
@@ -119,12 +119,15 @@ def _update(session: Context, stmt: Dml, table: TableEntry, update: exp.Update) 
     ).from_(update.this.copy())
     if where is not None:
         new_values = new_values.where(where.this.copy())
-    rows = session.bind(Query(new_values, stmt.sources))
     guarded = update.copy()
     for expectation in table.expectations:
         if expectation.on_violation == Violation.DROP_ROW:
             guarded = guarded.where(passes_over(expectation, assigned), copy=False)
-    bound = session.bind(Dml(stmt.operation, stmt.target, guarded, stmt.sources))
+    rows, bound = bound_alike(
+        session,
+        Query(new_values, stmt.sources),
+        Dml(stmt.operation, stmt.target, guarded, stmt.sources),
+    )
     spark = session.spark
 
     def write(location: str, record: dict[str, Any]) -> None:

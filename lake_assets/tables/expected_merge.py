@@ -17,7 +17,7 @@ from lake_assets.core.results import Result
 from lake_assets.core.spark_errors import retrying_lost_append_races
 from lake_assets.core.writes import commit_write
 from lake_assets.sql.statements import Dml, Query
-from lake_assets.tables.enforcing import judged
+from lake_assets.tables.enforcing import bound_alike, judged
 from lake_assets.tables.entry import TableEntry
 from lake_assets.tables.expectations import Violation, passes_over
 
@@ -41,8 +41,11 @@ def write_merge(session: Context, stmt: Dml, table: TableEntry, merge: exp.Merge
     target = merge.this.alias_or_name
     source = merge.args["using"].alias_or_name
     clauses = [_clause(table, when, target, source) for when in merge.args["whens"].expressions]
-    rows = session.bind(Query(_written_rows(table, merge, clauses, target, source), stmt.sources))
-    bound = session.bind(Dml(stmt.operation, stmt.target, _guarded(table, merge, clauses)))
+    rows, bound = bound_alike(
+        session,
+        Query(_written_rows(table, merge, clauses, target, source), stmt.sources),
+        Dml(stmt.operation, stmt.target, _guarded(table, merge, clauses), stmt.sources),
+    )
     spark = session.spark
 
     def write(location: str, record: dict[str, Any]) -> None:
