@@ -16,6 +16,7 @@ from lake_assets.core.names import hidden
 from lake_assets.core.results import Result
 from lake_assets.core.spark_errors import retrying_lost_append_races
 from lake_assets.core.writes import commit_write
+from lake_assets.sql.merge import standard_merge
 from lake_assets.sql.statements import Dml, Query
 from lake_assets.tables.enforcing import bound_alike, judged
 from lake_assets.tables.entry import TableEntry
@@ -38,6 +39,9 @@ class _Clause:
 
 
 def write_merge(session: Context, stmt: Dml, table: TableEntry, merge: exp.Merge) -> Result:
+    # The standard meaning first (sql.merge): the source rows no clause can act on go before the
+    # clauses are guarded, as the guards read the target.
+    merge = standard_merge(merge, [column.name for column in table.columns])
     target = merge.this.alias_or_name
     source = merge.args["using"].alias_or_name
     clauses = [_clause(table, when, target, source) for when in merge.args["whens"].expressions]

@@ -116,3 +116,30 @@ def test_constraints_are_shown_added_and_dropped_and_hold_their_columns(
     )
     names = [e.name for e in lake.catalog.get(TableEntry, "orders").expectations]
     assert names == ["has_id", "small", "tiny"]
+
+
+def test_a_consumer_merge_judges_the_stream_changes_it_applies(lake: LakeSession) -> None:
+    lake.sql(
+        "CREATE TABLE src (id BIGINT, age INT); INSERT INTO src VALUES (1, 30), (2, 10);"
+        "CREATE TABLE STREAM s ON TABLE src; UPDATE src SET age = age - 10;"
+        "CREATE TABLE dst (id BIGINT, age INT, "
+        "CONSTRAINT adult EXPECT (age >= 18) ON VIOLATION DROP ROW);"
+        "INSERT INTO dst VALUES (1, 30), (2, 20)"
+    )
+    # A clause per change type: the UPDATE_BEFORE rows, which no clause takes, go first.
+    assert (
+        message(
+            lake,
+            "MERGE INTO dst target USING s source ON target.id = source.id "
+            "WHEN MATCHED AND source.__change_type = 'UPDATE_AFTER' THEN UPDATE SET target.age = "
+            "source.age WHEN MATCHED AND source.__change_type = 'DELETE' THEN DELETE "
+            "WHEN NOT MATCHED AND source.__change_type = 'INSERT' THEN INSERT VALUES (source.id, "
+            "source.age)",
+        )
+        == "MERGE: 0 inserted, 1 updated, 0 deleted; dst is at version 2 with 2 rows"
+    )
+    assert rows(lake, "SELECT id, age FROM dst ORDER BY id") == [(1, 20), (2, 20)]
+    assert rows(lake, "SELECT id, age, expectation FROM quarantined_rows('dst')") == [
+        (2, 0, "adult")
+    ]
+    assert rows(lake, "SELECT COUNT(*) FROM s") == [(0,)]  # consumed with the MERGE's commit
