@@ -14,6 +14,7 @@ from dagster import AssetMaterialization, DagsterInstance, MetadataValue, TableC
 from lake_assets.automation import DATA_VERSION_TAG
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import StoredRelation
+from lake_assets.tables.checks import counts_metadata, evaluations
 
 
 def dagster_reporter(catalog: Catalog) -> Callable[[str], None] | None:
@@ -29,12 +30,16 @@ def dagster_reporter(catalog: Catalog) -> Callable[[str], None] | None:
         if entry.row_count is not None:
             metadata["dagster/row_count"] = MetadataValue.int(entry.row_count)
         metadata.update(schema_metadata(entry))
+        metadata.update(counts_metadata(entry))
         # The Delta version is the data version: downstream assets are stale only when it moves.
         tags = {DATA_VERSION_TAG: str(entry.version)} if entry.version is not None else None
         with DagsterInstance.get() as instance:
             instance.report_runless_asset_event(
                 AssetMaterialization(name, metadata=metadata, tags=tags)
             )
+            # Each expectation's verdict on the same commit (tables.checks).
+            for evaluation in evaluations(entry):
+                instance.report_runless_asset_event(evaluation)
 
     return report
 

@@ -53,8 +53,10 @@ def _one_asset_per_key(parts: list[Definitions]) -> list[Definitions]:
     """A relation's asset is defined once. A kind that materializes or observes it (a pipe its
     table, a volume's observation) defines it, and the specs other kinds gave the same key give
     way; specs of one key from several kinds (a table's, and a task's that writes it) merge, the
-    later ones adding their deps, which the defining asset takes too when one op makes it. Each
-    part keeps everything else it defines (checks, jobs, sensors, schedules, resources)."""
+    later ones adding their deps, which the defining asset takes too when one op makes it. So do
+    checks: those the defining asset runs itself (a pipe's ingestion runs its table's
+    expectations) replace the same checks defined apart. Each part keeps everything else it
+    defines (jobs, sensors, schedules, resources)."""
     merged: dict[AssetKey, AssetSpec] = {}
     for part in parts:
         for asset in part.assets or ():
@@ -69,6 +71,13 @@ def _one_asset_per_key(parts: list[Definitions]) -> list[Definitions]:
         for asset in part.assets or ()
         if isinstance(asset, AssetsDefinition)
         for key in asset.keys
+    }
+    run_by_assets = {
+        key
+        for part in parts
+        for asset in part.assets or ()
+        if isinstance(asset, AssetsDefinition)
+        for key in asset.check_keys
     }
     placed: set[AssetKey] = set(defined)
     kept = []
@@ -85,7 +94,11 @@ def _one_asset_per_key(parts: list[Definitions]) -> list[Definitions]:
         kept.append(
             Definitions(
                 assets=assets,
-                asset_checks=part.asset_checks,
+                asset_checks=[
+                    checks
+                    for checks in part.asset_checks or ()
+                    if not set(checks.check_keys) & run_by_assets
+                ],
                 jobs=part.jobs,
                 sensors=part.sensors,
                 schedules=part.schedules,

@@ -45,6 +45,7 @@ from lake_assets.sql.statements import Query
 from lake_assets.streams import offsets
 from lake_assets.streams.reading import StreamRead
 from lake_assets.tables.columns import recorded_schema
+from lake_assets.tables.enforcing import judged
 from lake_assets.tables.engine import create_table, drop_table
 from lake_assets.tables.entry import TableEntry
 from lake_assets.tables.grammar import CreateTable, DropTable
@@ -219,13 +220,14 @@ class Session:
         spark, catalog = self.spark, self.lake.catalog
         reads = consumable(frame.stream_reads)
 
+        target = recorded_schema(catalog, catalog.get(TableEntry, name))
+
         def write(location: str, record: dict[str, Any]) -> None:
-            writer = frame.dataframe.write.format("delta").mode(
-                "overwrite" if overwrite else "append"
-            )
+            kept = judged(target, frame.dataframe, record["tag"], f"save_as_table into {name}")
+            record.update(kept.record())
+            writer = kept.rows.write.format("delta").mode("overwrite" if overwrite else "append")
             writer.options(**writer_options(record)).save(location)
 
-        target = recorded_schema(catalog, catalog.get(TableEntry, name))
         return commit_write(
             spark,
             catalog,

@@ -88,7 +88,7 @@ def test_show_tables_reads_the_catalog_without_spark(sales_home: Path) -> None:
     header, row = shown.stdout.splitlines()
     assert header == (
         "name,kind,change_tracking,schema_evolution,rescued_data_column,rows,version,comment,"
-        "created_at"
+        "created_at,expectations"
     )
     assert row.startswith(
         "sales_source,TABLE,false,false,,5,1,Data lake acceleration test source table,"

@@ -383,3 +383,15 @@ def test_streams_consume_over_spark_connect(connect_url: str, tmp_path: Path) ->
         assert session.table("orders_stream").count() == 0
         with pytest.raises(LakeError, match=r"^stream orders_stream moved since"):
             early.write.save_as_table("orders_target", mode="append")
+
+
+def test_save_as_table_judges_its_rows_by_the_tables_expectations(session: Session) -> None:
+    session.sql(
+        "CREATE TABLE t (id BIGINT, CONSTRAINT positive EXPECT (id > 0) ON VIOLATION DROP ROW)"
+    ).collect()
+    session.sql("SELECT CAST(1 AS BIGINT) AS id UNION ALL SELECT -1").write.save_as_table(
+        "t", mode="append"
+    )
+    assert table_rows(session, "t") == [(1,)]
+    quarantined = session.sql("SELECT id, expectation FROM quarantined_rows('t')").collect()
+    assert [tuple(row) for row in quarantined] == [(-1, "positive")]

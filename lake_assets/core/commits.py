@@ -184,6 +184,17 @@ def records(
             yield commit, record
 
 
+def tags(spark: SparkSession | None, location: str) -> dict[str, int]:
+    """Every record's tag in the table's history, whatever its kind, with its commit's version:
+    what was written aside for a write (its quarantined rows) counts only once it committed."""
+    found: dict[str, int] = {}
+    for commit in _newest_first(spark, location):
+        metadata = commit.user_metadata or ""
+        if metadata.startswith('{"lake_') and (tag := json.loads(metadata).get("tag")):
+            found[tag] = commit.version
+    return found
+
+
 def newest(spark: SparkSession | None, location: str, marker: str) -> tuple[Commit, dict] | None:
     """The newest commit carrying a record of `marker`'s kind, with its record."""
     return next(records(spark, location, marker), None)

@@ -189,6 +189,10 @@ def classify(error: BaseException) -> Failure:
     return failure
 
 
+# Tries after the first, each after twice the wait of the one before (0.2 s … 3.2 s).
+_RACE_RETRIES, _RACE_FIRST_WAIT_SECONDS = 5, 0.2
+
+
 def retrying(
     action: Callable[[], T],
     *,
@@ -210,3 +214,15 @@ def retrying(
                 raise
         time.sleep(min(first_wait * 2**attempt, longest_wait))
     return action()
+
+
+def retrying_lost_append_races(run: Callable[[], object]) -> None:
+    """Run a statement again (reading the table afresh) when it lost its commit only to another
+    writer's append, so that both succeed; a true conflict (two writers rewriting the same
+    files) still fails at once, with the "run it again" error."""
+    retrying(
+        run,
+        when=lambda failure: Failure.LOST_APPEND_RACE in failure,
+        attempts=_RACE_RETRIES + 1,
+        first_wait=_RACE_FIRST_WAIT_SECONDS,
+    )

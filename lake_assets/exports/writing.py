@@ -25,6 +25,7 @@ from lake_assets.exports.entry import ExportEntry
 from lake_assets.exports.grammar import TimeRange
 from lake_assets.exports.records import OP_TYPE, OpType
 from lake_assets.tables.columns import recorded_schema
+from lake_assets.tables.enforcing import refuse_expectations
 from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes.entry import VolumeEntry
 from lake_assets.volumes.files import file_name, put_single, staged, staged_parquet, store_of
@@ -61,6 +62,7 @@ def to_table(
     assert export.to_table is not None
     catalog, spark = session.catalog, session.spark
     target = recorded_schema(catalog, catalog.get(TableEntry, export.to_table))
+    refuse_expectations(target, f"changelog export {export.name}")
     ensure_log_intact(target)
     in_range = f"version >= {window.start} AND version < {window.end}"
     record = new_record(EXPORT_MARKER, export=export.name, range=window.label)

@@ -4,12 +4,9 @@ No `from __future__ import annotations` here: Dagster reads the op's config clas
 
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from dagster import (
-    AssetCheckResult,
-    AssetCheckSeverity,
     AssetCheckSpec,
     AssetIn,
     AssetKey,
@@ -38,15 +35,22 @@ from lake_assets.core.errors import LakeError
 from lake_assets.core.kind import Sessions
 from lake_assets.core.rendering import markdown_text
 from lake_assets.core.settings import LakeSettings
+from lake_assets.pipes.checks import (
+    Loads,
+    failure_text,
+    load_check_results,
+    load_checks,
+    with_status,
+)
 from lake_assets.pipes.engine import ingest, pipe_copy
 from lake_assets.pipes.entry import IngestMode, PipeEntry, PipeKind
 from lake_assets.pipes.kafka.batches import BatchOutcome, run_batch
 from lake_assets.pipes.kafka.sensor import kafka_pipe_sensor
 from lake_assets.pipes.kafka.topics import topic_key, topic_spec
-from lake_assets.pipes.load_records import LoadRecord, LoadStatus
-from lake_assets.pipes.loading import LoadOutcome
+from lake_assets.pipes.load_records import LoadStatus
 from lake_assets.pipes.planning import CHANGED_SINCE_LOADED
 from lake_assets.pipes.sensors import event_pipe_sensor, pipe_sensor
+from lake_assets.tables.checks import counts_metadata
 from lake_assets.tables.defs import TABLES_GROUP, table_metadata
 from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes.defs import volume_files, volume_key, volume_observation
@@ -54,8 +58,6 @@ from lake_assets.volumes.entry import VolumeEntry
 from resources.catalog import CatalogResource
 from resources.spark import DeltaSparkResource
 
-FILES_CHECK = "files_load"
-MESSAGES_CHECK = "messages_load"
 OBJECT_TAG = "lake/object"
 
 
@@ -101,15 +103,6 @@ def _upstream(pipes: list[PipeEntry]) -> dict[str, AssetKey]:
 
 def _volume_pipes(pipes: list[PipeEntry]) -> list[PipeEntry]:
     return [pipe for pipe in pipes if pipe.pipe_kind is PipeKind.VOLUME]
-
-
-@dataclass
-class Loads:
-    """What one run of a table's ingestion did: files its volume pipes loaded, and batches its
-    Kafka pipes committed."""
-
-    files: list[LoadOutcome] = field(default_factory=list)
-    batches: list[BatchOutcome] = field(default_factory=list)
 
 
 def load_op(table: TableEntry, pipes: list[PipeEntry], sessions: Sessions) -> OpDefinition:
@@ -162,91 +155,6 @@ def load_op(table: TableEntry, pipes: list[PipeEntry], sessions: Sessions) -> Op
     return load
 
 
-def _checks(table: TableEntry, pipes: list[PipeEntry]) -> list[AssetCheckSpec]:
-    """No file failed to load (volume pipes); no message was set aside as bad (Kafka pipes)."""
-    kinds = {pipe.pipe_kind for pipe in pipes}
-    checks = []
-    if PipeKind.VOLUME in kinds:
-        checks.append(
-            AssetCheckSpec(
-                FILES_CHECK,
-                asset=table.name,
-                description="passes when every file a load read was loaded whole; warns when "
-                "records were rejected (ON_ERROR: see rejected_rows), errs when a file failed: it "
-                "is named with its error, stays in its volume and is loaded again only once it "
-                "changes",
-            )
-        )
-    if PipeKind.KAFKA in kinds:
-        checks.append(
-            AssetCheckSpec(
-                MESSAGES_CHECK,
-                asset=table.name,
-                description="passes when a load set no Kafka message aside; SELECT * FROM "
-                "kafka_errors('<pipe>') shows those it did, with their errors",
-            )
-        )
-    return checks
-
-
-def _with_status(loads: Loads, status: LoadStatus) -> list[LoadRecord]:
-    return [r for o in loads.files for r in o.records if r.status == status]
-
-
-def failure_text(failed: list[LoadRecord]) -> str:
-    """What a load with failed files says first: how many, that they stay, and the first error."""
-    first = failed[0]
-    return (
-        f"{len(failed)} file(s) failed to load and stay in the volume, not loaded again until "
-        f"they change; first: {first.file_path}: {first.first_error_message}"
-    )
-
-
-def _check_results(table: str, loads: Loads, names: set[str]) -> Iterator[AssetCheckResult]:
-    failed = _with_status(loads, LoadStatus.LOAD_FAILED)
-    rejected = sum(o.rejected for o in loads.files)
-    if FILES_CHECK in names:
-        yield AssetCheckResult(
-            asset_key=table,
-            check_name=FILES_CHECK,
-            passed=not failed and not rejected,
-            # Rejected records are what ON_ERROR asked for: a warning, where a failed file errs.
-            severity=AssetCheckSeverity.ERROR if failed else AssetCheckSeverity.WARN,
-            description=_files_text(table, failed, rejected),
-            metadata={
-                "failed_files": MetadataValue.md(
-                    "\n".join(
-                        f"- {markdown_text(f'{r.file_path}: {r.first_error_message}')}"
-                        for r in failed
-                    )
-                    or "none"
-                ),
-                "rows_rejected": rejected,
-            },
-        )
-    if MESSAGES_CHECK in names:
-        bad = sum(b.batch.bad or 0 for b in loads.batches)
-        yield AssetCheckResult(
-            asset_key=table,
-            check_name=MESSAGES_CHECK,
-            passed=not bad,
-            metadata={
-                "bad_messages": bad,
-                "see": MetadataValue.md(
-                    "\n".join(f"- `SELECT * FROM kafka_errors('{b.pipe}')`" for b in loads.batches)
-                    or "none"
-                ),
-            },
-        )
-
-
-def _files_text(table: str, failed: list[LoadRecord], rejected: int) -> str:
-    parts = [markdown_text(failure_text(failed))] if failed else []
-    if rejected:
-        parts.append(f"{rejected} row(s) rejected: `SELECT * FROM rejected_rows('{table}')`")
-    return "; ".join(parts) or "no file failed to load and no row was rejected"
-
-
 def report_op(table: TableEntry, checks: list[AssetCheckSpec]) -> OpDefinition:
     """Materializes the table with what the loads did, and runs its checks; first tags the run
     with the readers it refreshes next (see automation.load_run_selection), so that their
@@ -262,10 +170,10 @@ def report_op(table: TableEntry, checks: list[AssetCheckSpec]) -> OpDefinition:
             context.instance.add_run_tags(context.run_id, tags)
         outcomes = loads.files
         current = catalog.catalog.get(TableEntry, table.name)
-        failed = _with_status(loads, LoadStatus.LOAD_FAILED)
+        failed = with_status(loads, LoadStatus.LOAD_FAILED)
         if failed:
             context.log.error(f"{table.name}: {failure_text(failed)}")
-        if skipped := _with_status(loads, LoadStatus.SKIPPED_CHANGED):
+        if skipped := with_status(loads, LoadStatus.SKIPPED_CHANGED):
             context.log.warning(
                 f"{table.name}: {len(skipped)} file(s) skipped: {CHANGED_SINCE_LOADED}; first: "
                 f"{skipped[0].file_path}: {skipped[0].first_error_message}"
@@ -290,9 +198,10 @@ def report_op(table: TableEntry, checks: list[AssetCheckSpec]) -> OpDefinition:
                 **schema_metadata(current, any(o.version == current.version for o in outcomes)),
                 **batch_metadata(loads.batches),
                 **({"lake/first_error": failure_text(failed)} if failed else {}),
+                **counts_metadata(current),
             },
         )
-        yield from _check_results(table.name, loads, {check.name for check in checks})
+        yield from load_check_results(current, loads, {check.name for check in checks})
 
     return report
 
@@ -303,7 +212,7 @@ def ingestion_asset(
     """The table, materialized by loading its running pipes' pending files and batches. Two
     steps: Dagster reads the volumes' data versions when the materializing step starts, so that
     step comes after the load has observed them."""
-    checks = _checks(table, pipes)
+    checks = load_checks(table, pipes)
     load, report = load_op(table, pipes, sessions), report_op(table, checks)
     names = [table.name, *(check.get_python_identifier() for check in checks)]
 

@@ -21,7 +21,7 @@ from lake_assets.pipes.kafka.grammar import (
     read_kafka_relation,
 )
 from lake_assets.sql.grammar import Grammar, ObjectWords, SourceParser, StatementParser, finished
-from lake_assets.sql.relations import extract_sources, opens_call
+from lake_assets.sql.relations import extract_sources, table_relation
 from lake_assets.sql.statements import Query, Source, Statement
 from lake_assets.sql.tokens import TokenCursor, tokenize
 
@@ -300,31 +300,14 @@ def parse_alter_pipe(cursor: TokenCursor, grammar: Grammar) -> Statement:
     return finished(cursor, AlterPipe(name, paused=flag(cursor, "PIPE_EXECUTION_PAUSED")))
 
 
-def _table_relation(
-    kind: type[LoadHistorySource] | type[RejectedRowsSource], usage: str
-) -> SourceParser:
-    """A relation written as a call with one quoted table name: `load_history('t')`."""
-
-    def parse(cursor: TokenCursor, previous: str) -> Source | None:
-        if not opens_call(cursor):
-            return None
-        cursor.position += 2
-        cursor.usage = usage
-        source = kind(cursor.string("a quoted table name").lower())
-        cursor.expect_symbol(TokenType.R_PAREN, ")")
-        return source
-
-    return parse
-
-
 STATEMENTS: dict[tuple[str, ...], StatementParser] = {
     ("COPY", "INTO"): _parse_copy,
     ("CREATE", "PIPE"): parse_create_pipe,
     ("ALTER", "PIPE"): parse_alter_pipe,
 }
 SOURCES: dict[str, SourceParser] = {
-    "LOAD_HISTORY": _table_relation(LoadHistorySource, "load_history('table')"),
-    "REJECTED_ROWS": _table_relation(RejectedRowsSource, "rejected_rows('table')"),
+    "LOAD_HISTORY": table_relation(LoadHistorySource, "load_history('table')"),
+    "REJECTED_ROWS": table_relation(RejectedRowsSource, "rejected_rows('table')"),
     "TABLE": read_kafka_relation,
     "KAFKA_ERRORS": kafka_errors_relation,
 }

@@ -51,6 +51,7 @@ from lake_assets.pipes.parsing import (
 )
 from lake_assets.pipes.planning import CHANGED_SINCE_LOADED
 from lake_assets.tables.columns import record_schema, schema_record
+from lake_assets.tables.enforcing import judged
 from lake_assets.tables.entry import TableEntry
 from lake_assets.volumes.grammar import VolumeSource
 from resources.storage import FileInfo, VolumeStore
@@ -269,13 +270,17 @@ class _Batch:
         fence, _ = fence_at(spark, table.location, app, LOAD_MARKER, self.fence)
         written = evolution.written(self.columns)
         frame = as_table_rows(evolution.rows(rows), self._table_columns(), written)
+        judged_rows = judged(table, frame, record["tag"], f"COPY INTO {table.name}")
+        record.update(judged_rows.record())
         # New columns join the table in this commit (Delta's schema merge on append).
         merge = {"mergeSchema": "true"} if evolution.added else {}
 
         def write() -> None:
             failpoints.reached(BEFORE_COMMIT)
             options = {**writer_options(record, fence), **merge}
-            frame.write.format("delta").mode("append").options(**options).save(table.location)
+            judged_rows.rows.write.format("delta").mode("append").options(**options).save(
+                table.location
+            )
             failpoints.reached(AFTER_COMMIT)
 
         commit = fenced_write(spark, table.location, record, fence, write)
@@ -284,7 +289,7 @@ class _Batch:
                 f"another load into {table.name} committed at the same moment; nothing was written",
                 "run the load again: files already loaded are skipped",
             )
-        inserted = sum(count for _, count, _ in good.values())
+        inserted = sum(count for _, count, _ in good.values()) - judged_rows.dropped
         record_commit_state(spark, catalog, before, commit.version, (inserted, 0, 0))
         if evolution.added:
             record_schema(catalog, before, record["schema"], commit.version)

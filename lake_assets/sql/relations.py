@@ -44,3 +44,20 @@ def opens_call(cursor: TokenCursor) -> bool:
     """Whether the word at the cursor is followed by '(' — a table function such as DIRECTORY(…)."""
     following = cursor.peek(1)
     return following is not None and following.token_type == TokenType.L_PAREN
+
+
+def table_relation(
+    kind: Callable[[str], Source], usage: str
+) -> Callable[[TokenCursor, str], Source | None]:
+    """A relation written as a call with one quoted table name: `load_history('t')`."""
+
+    def parse(cursor: TokenCursor, previous: str) -> Source | None:
+        if not opens_call(cursor):
+            return None
+        cursor.position += 2
+        cursor.usage = usage
+        source = kind(cursor.string("a quoted table name").lower())
+        cursor.expect_symbol(TokenType.R_PAREN, ")")
+        return source
+
+    return parse

@@ -185,6 +185,20 @@ class TokenCursor:
         if not self.accept_symbol(token_type):
             self.fail(f"'{text}'")
 
+    def parenthesized(self, what: str) -> str:
+        """The text between a '(' and its matching ')', its nesting respected."""
+        self.expect_symbol(TokenType.L_PAREN, what)
+        open_token = self.tokens[self.position - 1]
+        depth = 1
+        while depth:
+            token = self.peek()
+            if token is None:
+                self.fail(f"')' closing {what}")
+            depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(token.token_type, 0)
+            self.position += 1
+        close = self.tokens[self.position - 1]
+        return self.text[open_token.end + 1 : close.start]
+
     def expect_end(self) -> None:
         if not self.at_end():
             self.fail("the end of the statement")

@@ -25,6 +25,7 @@ from lake_assets.core.log_check import ensure_log_intact, newest_unrecorded
 from lake_assets.core.results import Result
 from lake_assets.tables.alterations import AlterTableColumns
 from lake_assets.tables.entry import TableEntry, table_named
+from lake_assets.tables.expectations import expectations_naming
 from lake_assets.tables.schema_changes import RenameColumn, SchemaChange
 
 if TYPE_CHECKING:
@@ -102,6 +103,7 @@ def check_readers(catalog: Catalog, entry: TableEntry, change: SchemaChange) -> 
     gone = {column.lower() for column in change.removes()}
     if gone:
         _check_layout(entry, gone, change)
+        _check_expectations(entry, gone, change)
         _check_column_readers(catalog, entry, gone, change)
     if change.breaks_change_readers:
         for user in _every_object(catalog):
@@ -132,6 +134,19 @@ def _check_layout(entry: TableEntry, gone: set[str], change: SchemaChange) -> No
             raise LakeError(
                 f"column {hit[0]} is in table {entry.name}'s {what}: it cannot be dropped",
                 f"first ALTER TABLE {entry.name} {undo}",
+            )
+
+
+def _check_expectations(entry: TableEntry, gone: set[str], change: SchemaChange) -> None:
+    """An expectation's condition names its columns as they were declared."""
+    done = "renamed" if isinstance(change, RenameColumn) else "dropped"
+    for column in sorted(gone):
+        named = expectations_naming(entry.expectations, column)
+        if named:
+            raise LakeError(
+                f"expectation {named[0].name} of table {entry.name} reads column {column}: it "
+                f"cannot be {done} under it",
+                f"first ALTER TABLE {entry.name} DROP CONSTRAINT {named[0].name}",
             )
 
 

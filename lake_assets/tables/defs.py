@@ -8,6 +8,7 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.kind import Sessions
 from lake_assets.core.rendering import markdown_text
 from lake_assets.core.settings import LakeSettings
+from lake_assets.tables.checks import expectations_check
 from lake_assets.tables.entry import TableEntry
 
 TABLES_GROUP = "tables"
@@ -49,5 +50,10 @@ def table_asset_spec(entry: TableEntry) -> AssetSpec:
 
 
 def build_defs(catalog: Catalog, settings: LakeSettings, sessions: Sessions) -> Definitions:
-    """Every table as an external asset; a kind that writes one (a pipe) supersedes its spec."""
-    return Definitions(assets=[table_asset_spec(entry) for entry in catalog.entries(TableEntry)])
+    """Every table as an external asset (a kind that writes one, a pipe, supersedes its spec),
+    with its expectations as checks."""
+    tables = catalog.entries(TableEntry)
+    return Definitions(
+        assets=[table_asset_spec(entry) for entry in tables],
+        asset_checks=[expectations_check(entry) for entry in tables if entry.expectations],
+    )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import SparkSession
@@ -12,18 +11,17 @@ from lake_assets.core.commits import committing
 from lake_assets.core.delta import INTERPRETED
 from lake_assets.core.entries import StoredRelation
 from lake_assets.core.results import Result
-from lake_assets.core.spark_errors import Failure, retrying
+from lake_assets.core.spark_errors import retrying_lost_append_races
 from lake_assets.core.writes import commit_write
 from lake_assets.sql.binding import referenced_tables
 from lake_assets.sql.statements import Dml
 from lake_assets.tables.columns import recorded_schema
 from lake_assets.tables.entry import TableEntry
+from lake_assets.tables.expected_dml import write_expected
 
 if TYPE_CHECKING:
     from lake_assets.core.kind import Bound, Context
 
-# Tries after the first, each after twice the wait of the one before (0.2 s … 3.2 s).
-_RETRIES, _FIRST_WAIT_SECONDS = 5, 0.2
 # A statement whose tables hold fewer rows than this runs with static plans and interpreted
 # expressions (as the tests run every statement): on few rows, adaptive execution runs each
 # shuffle (Delta's own, rebuilding a table's state, too) as a job of its own, and generating and
@@ -37,6 +35,9 @@ SMALL_STATEMENT_CONF = {"spark.sql.adaptive.enabled": "false", **INTERPRETED}
 
 
 def execute_dml(session: Context, stmt: Dml) -> Result:
+    table = session.catalog.find_relation(stmt.target)
+    if isinstance(table, TableEntry) and table.expectations and stmt.operation != "DELETE":
+        return write_expected(session, stmt, table)
     bound = session.bind(stmt)  # before Spark: unknown names fail without a JVM
     return session.committing(
         stmt.target, lambda: run_dml(session.spark, session.catalog, stmt, bound)
@@ -68,15 +69,3 @@ def small_statement_conf(catalog: Catalog, stmt: Dml) -> dict[str, str]:
             return {}
         rows += relation.row_count
     return SMALL_STATEMENT_CONF if rows < SMALL_STATEMENT_ROWS else {}
-
-
-def retrying_lost_append_races(run: Callable[[], object]) -> None:
-    """Run a statement again (reading the table afresh) when it lost its commit only to another
-    writer's append, so that both succeed; a true conflict (two writers rewriting the same
-    files) still fails at once, with the "run it again" error."""
-    retrying(
-        run,
-        when=lambda failure: Failure.LOST_APPEND_RACE in failure,
-        attempts=_RETRIES + 1,
-        first_wait=_FIRST_WAIT_SECONDS,
-    )

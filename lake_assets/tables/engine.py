@@ -30,6 +30,7 @@ from lake_assets.core.log_check import ensure_log_intact
 from lake_assets.core.results import Result
 from lake_assets.core.writes import commit_write
 from lake_assets.tables.columns import recorded_schema
+from lake_assets.tables.enforcing import check_conditions
 from lake_assets.tables.entry import (
     RESCUED_DATA_COLUMN,
     SCHEMA_EVOLUTION,
@@ -106,16 +107,17 @@ def create_table(session: Context, stmt: CreateTable) -> Result:
     ]
     create_delta_table(session.spark, location, columns, stmt.comment, cluster_by=stmt.cluster_by)
     try:
-        entry = catalog.add(
-            TableEntry(
-                stmt.name,
-                location,
-                stmt.columns,
-                stmt.comment,
-                primary_key=stmt.primary_key,
-                cluster_by=stmt.cluster_by,
-            )
+        entry = TableEntry(
+            stmt.name,
+            location,
+            stmt.columns,
+            stmt.comment,
+            primary_key=stmt.primary_key,
+            cluster_by=stmt.cluster_by,
+            expectations=stmt.expectations,
         )
+        check_conditions(session.spark, entry, entry.expectations)
+        entry = catalog.add(entry)
     except LakeError:
         remove_files(location)
         raise
@@ -304,12 +306,15 @@ def describe_table(session: Context, stmt: DescribeTable) -> Result:
     keyed = {name: position for position, name in enumerate(entry.primary_key, start=1)}
     layout = _cluster_by(session.catalog, entry)
     clustered = {name: position for position, name in enumerate(layout, start=1)}
+    expected = entry.expectations if isinstance(entry, TableEntry) else ()
     return Result(
         ["column_name", "data_type", "comment", "primary_key", "cluster_by"],
         [
             (c.name, c.type, c.comment, keyed.get(c.name), clustered.get(c.name))
             for c in entry.columns
-        ],
+        ]
+        # Its expectations after its columns, named as ALTER TABLE … DROP CONSTRAINT names them.
+        + [(f"CONSTRAINT {e.name}", e.declaration(), None, None, None) for e in expected],
     )
 
 
@@ -317,12 +322,13 @@ def show_tables(session: Context, stmt: ShowTables) -> Result:
     return Result(
         [
             "name", "kind", "change_tracking", "schema_evolution", "rescued_data_column", "rows",
-            "version", "comment", "created_at",
+            "version", "comment", "created_at", "expectations",
         ],
         [
             (
                 e.name, "TABLE", e.change_tracking, e.schema_evolution, e.rescued_data_column,
                 e.row_count, e.version, e.comment, e.created_at,
+                ", ".join(x.name for x in e.expectations) or None,
             )
             for e in session.catalog.entries(TableEntry)
         ],

@@ -9,6 +9,7 @@ from typing import ClassVar
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import RELATION, CatalogObject, Column, StoredRelation
 from lake_assets.core.errors import LakeError
+from lake_assets.tables.expectations import Expectation
 
 # Table properties only the catalog keeps: what a load does with columns the table lacks.
 SCHEMA_EVOLUTION = "schema_evolution"
@@ -22,7 +23,8 @@ class TableEntry(StoredRelation):
     """A Delta table the lakehouse owns; `properties` are the dialect's own (change_tracking);
     `primary_key` is declared for readers (changelog exports), never enforced on writes;
     `cluster_by` names the columns its files are clustered by (empty: not clustered), so that
-    readers restricted to a range of them skip files by their statistics."""
+    readers restricted to a range of them skip files by their statistics; `expectations` are
+    the conditions every write judges its rows by (tables.expectations)."""
 
     NAMESPACE: ClassVar[str] = RELATION
     KIND: ClassVar[str] = "table"
@@ -33,6 +35,7 @@ class TableEntry(StoredRelation):
     comment: str | None = None
     properties: dict[str, str] = field(default_factory=dict)
     cluster_by: tuple[str, ...] = ()
+    expectations: tuple[Expectation, ...] = ()
 
     @property
     def change_tracking(self) -> bool:

@@ -11,8 +11,15 @@ from sqlglot.tokens import TokenType
 from lake_assets.core.entries import Column
 from lake_assets.core.errors import LakeError
 from lake_assets.core.versions import Position
-from lake_assets.sql.grammar import Grammar, StatementParser, finished, unsupported
-from lake_assets.sql.statements import Dml, Query, Statement
+from lake_assets.sql.grammar import (
+    Grammar,
+    SourceParser,
+    StatementParser,
+    finished,
+    unsupported,
+)
+from lake_assets.sql.relations import table_relation
+from lake_assets.sql.statements import Dml, Query, Source, Statement
 from lake_assets.sql.tokens import TokenCursor
 from lake_assets.tables.alterations import ALTERATIONS, parse_column
 from lake_assets.tables.entry import (
@@ -22,10 +29,16 @@ from lake_assets.tables.entry import (
     clustering_columns,
     declared_key,
 )
+from lake_assets.tables.expectations import (
+    EXPECTATION,
+    Expectation,
+    declared_expectations,
+    parse_expectation,
+)
 
 CREATE_TABLE = (
     "CREATE TABLE [IF NOT EXISTS] name (col TYPE [PRIMARY KEY] [COMMENT '…'], … "
-    "[, PRIMARY KEY (col, …)]) [CLUSTER BY (col, …)] [COMMENT '…']"
+    f"[, PRIMARY KEY (col, …)] [, {EXPECTATION}, …]) [CLUSTER BY (col, …)] [COMMENT '…']"
 )
 CREATE_TABLE_AS = "CREATE TABLE [IF NOT EXISTS] name [COMMENT '…'] AS SELECT …"
 DROP_TABLE = "DROP TABLE [IF EXISTS] name"
@@ -33,7 +46,7 @@ ALTER_TABLE = (
     "ALTER TABLE name SET PROPERTIES ('change_tracking' = 'true') | SET PRIMARY KEY (col, …) "
     "| DROP PRIMARY KEY | CLUSTER BY (col, …) | CLUSTER BY NONE | ADD [COLUMN] col TYPE "
     "[COMMENT '…'] | RENAME COLUMN col TO new | DROP COLUMN col | ALTER [COLUMN] col [SET DATA] "
-    "TYPE type | RENAME TO new_name"
+    f"TYPE type | RENAME TO new_name | ADD {EXPECTATION} | DROP CONSTRAINT name"
 )
 TRUNCATE_TABLE = "TRUNCATE [TABLE] name"
 RESTORE_TABLE = "RESTORE [TABLE] name TO VERSION [AS OF] n | TO TIMESTAMP [AS OF] '…'"
@@ -51,6 +64,7 @@ class CreateTable(Statement):
     if_not_exists: bool = False
     primary_key: tuple[str, ...] = ()
     cluster_by: tuple[str, ...] = ()
+    expectations: tuple[Expectation, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -92,6 +106,22 @@ class AlterTableClustering(Statement):
 
 
 @dataclass(frozen=True)
+class AddExpectation(Statement):
+    """`ALTER TABLE t ADD CONSTRAINT name EXPECT (…)`: judges the writes from then on."""
+
+    name: str
+    expectation: Expectation
+
+
+@dataclass(frozen=True)
+class DropExpectation(Statement):
+    """`ALTER TABLE t DROP CONSTRAINT name`."""
+
+    name: str
+    expectation: str
+
+
+@dataclass(frozen=True)
 class RestoreTable(Statement):
     """`RESTORE TABLE t TO VERSION n | TIMESTAMP '…'`: the table's rows (and columns) as then."""
 
@@ -126,6 +156,13 @@ class ShowTables(Statement):
     pass
 
 
+@dataclass(frozen=True)
+class QuarantinedRowsSource(Source):
+    """`quarantined_rows('t')`: the rows writes to t dropped by its DROP ROW expectations."""
+
+    table: str
+
+
 def parse_create_table(cursor: TokenCursor, grammar: Grammar) -> Statement:
     cursor.usage = CREATE_TABLE
     cursor.expect("CREATE", "TABLE")
@@ -136,9 +173,12 @@ def parse_create_table(cursor: TokenCursor, grammar: Grammar) -> Statement:
     cursor.expect_symbol(TokenType.L_PAREN, "(")
     columns: list[Column] = []
     keys: list[tuple[str, ...]] = []
+    expectations: list[Expectation] = []
     while True:
         if cursor.accept(PRIMARY_KEY.clause):
             keys.append(primary_key_columns(cursor, f"table {name}"))
+        elif cursor.accept("CONSTRAINT"):
+            expectations.append(parse_expectation(cursor))
         else:
             column, keyed = parse_column(cursor)
             columns.append(column)
@@ -168,7 +208,8 @@ def parse_create_table(cursor: TokenCursor, grammar: Grammar) -> Statement:
         )
     key = declared_key(f"table {name}", columns, keys[0]) if keys else ()
     cluster_by = clustering_columns(f"table {name}", columns, clustered or ())
-    return CreateTable(name, tuple(columns), comment, if_not_exists, key, cluster_by)
+    expected = declared_expectations(f"table {name}", columns, expectations)
+    return CreateTable(name, tuple(columns), comment, if_not_exists, key, cluster_by, expected)
 
 
 def _create_table_as(
@@ -273,6 +314,11 @@ _ALTERATIONS: dict[tuple[str, ...], Alteration] = {
     ("SET", "PROPERTIES"): lambda cursor, name: AlterTableProperties(name, cursor.properties()),
     **key_alterations(AlterTablePrimaryKey, "table"),
     (CLUSTERING.clause,): _clustering,
+    # Before ADD [COLUMN] and DROP COLUMN: CONSTRAINT is no column's type.
+    ("ADD", "CONSTRAINT"): lambda cursor, name: AddExpectation(name, parse_expectation(cursor)),
+    ("DROP", "CONSTRAINT"): lambda cursor, name: DropExpectation(
+        name, cursor.identifier("the expectation to drop")
+    ),
     **ALTERATIONS,
 }
 
@@ -337,4 +383,7 @@ STATEMENTS: dict[tuple[str, ...], StatementParser] = {
     ("DESC",): parse_describe,
     ("DESCRIBE",): parse_describe,
     ("SHOW", "TABLES"): parse_show_tables,
+}
+SOURCES: dict[str, SourceParser] = {
+    "QUARANTINED_ROWS": table_relation(QuarantinedRowsSource, "quarantined_rows('table')"),
 }

@@ -173,17 +173,7 @@ def parse_copy_into_volume(cursor: TokenCursor, grammar: Grammar) -> Statement:
 
 def _parenthesized_query(cursor: TokenCursor, grammar: Grammar) -> Query:
     """`(SELECT …)`: the query between the parentheses, its nesting respected."""
-    cursor.expect_symbol(TokenType.L_PAREN, "TABLE t or (SELECT …)")
-    open_token = cursor.tokens[cursor.position - 1]
-    depth = 1
-    while depth:
-        token = cursor.peek()
-        if token is None:
-            cursor.fail("')' closing the query")
-        depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(token.token_type, 0)
-        cursor.position += 1
-    close = cursor.tokens[cursor.position - 1]
-    query = grammar.spark(cursor.text[open_token.end + 1 : close.start])
+    query = grammar.spark(cursor.parenthesized("TABLE t or (SELECT …)"))
     if not isinstance(query, Query):
         raise LakeError(
             "COPY INTO VOLUME … FROM (…) needs a SELECT", f"write it as {COPY_INTO_VOLUME}"

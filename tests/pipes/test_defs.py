@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -34,10 +34,12 @@ from lake_assets.core.rendering import markdown_text
 from lake_assets.core.settings import LakeSettings
 from lake_assets.definitions import build_definitions
 from lake_assets.pipes import sensors
-from lake_assets.pipes.defs import FILES_CHECK, OBJECT_TAG
+from lake_assets.pipes.checks import FILES_CHECK
+from lake_assets.pipes.defs import OBJECT_TAG
 from lake_assets.pipes.sensors import BATCH_TAG
 from lake_assets.session import LakeSession
 from lake_assets.tables.entry import TableEntry
+from lake_assets.tables.expectations import Expectation
 from lake_assets.volumes.entry import VolumeEntry
 from tests.ingest_helpers import age, files, local_volume, properties, put, rows
 
@@ -347,3 +349,46 @@ def test_a_run_for_one_pipe_leaves_a_paused_pipe_alone(
     assert defs.resolve_job_def("ingest_t_job").execute_in_process(instance=instance).success
     assert rows(lake, "SELECT id FROM t") == [(1,)]
     assert files(shop) == ["s.csv"]
+
+
+def test_a_piped_tables_expectations_are_checks_its_ingestion_runs(home: Home) -> None:
+    expectation = Expectation("named", "name IS NOT NULL", columns=("name",))
+    for table in ("t", "plain"):
+        home.lake.catalog.update(
+            TableEntry, table, lambda entry: replace(entry, expectations=(expectation,))
+        )
+    defs = build_definitions(home.settings)
+    graph = defs.resolve_asset_graph()
+    # The pipe's asset runs t's check; plain's, written by SQL only, is a check of its own.
+    assert graph.get(AssetKey("t")).check_keys == {
+        AssetCheckKey(AssetKey("t"), FILES_CHECK),
+        AssetCheckKey(AssetKey("t"), "named"),
+    }
+    assert graph.get(AssetKey("plain")).check_keys == {AssetCheckKey(AssetKey("plain"), "named")}
+
+
+def test_the_ingestion_run_evaluates_the_tables_expectations(
+    lake: LakeSession, tmp_path: Path, instance: DagsterInstance
+) -> None:
+    volume = local_volume(lake, tmp_path / "incoming")
+    lake.sql(
+        "CREATE TABLE t (id BIGINT, name STRING, "
+        f"CONSTRAINT named EXPECT (name <> 'b') ON VIOLATION DROP ROW); {PIPE}"
+    )
+    put(volume, "a.csv", "1,a\n2,b\n")
+    result = (
+        build_definitions(lake.settings)
+        .resolve_job_def("ingest_t_job")
+        .execute_in_process(instance=instance)
+    )
+    (event,) = result.get_asset_materialization_events()
+    metadata = event.materialization.metadata
+    assert metadata["lake/expectations"].value == {"named": [1, 1]}
+    assert metadata["dagster/row_count"].value == 1
+    named = next(c for c in result.get_asset_check_evaluations() if c.check_name == "named")
+    assert (named.passed, named.severity, named.metadata["failed"].value) == (
+        False,
+        AssetCheckSeverity.ERROR,
+        1,
+    )
+    assert rows(lake, "SELECT id, expectation FROM quarantined_rows('t')") == [(2, "named")]

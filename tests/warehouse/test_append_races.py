@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from lake_assets.core.spark_errors import Failure, classify
+from lake_assets.core.spark_errors import Failure, classify, retrying_lost_append_races
 from lake_assets.session import LakeSession
-from lake_assets.tables.dml import retrying_lost_append_races
 from tests.warehouse.writer import start
 
 TIMES = 3

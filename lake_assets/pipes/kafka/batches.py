@@ -45,6 +45,7 @@ from lake_assets.pipes.kafka.ledger import KAFKA_MARKER, BadMessage, BatchState,
 from lake_assets.pipes.kafka.reading import bounded_ranges, read_ranges
 from lake_assets.sql.statements import Dml, Query
 from lake_assets.tables.columns import recorded_schema
+from lake_assets.tables.enforcing import refuse_expectations
 from lake_assets.tables.entry import TableEntry
 from resources.kafka import KafkaAdmin, Topic, isolation, resolved
 
@@ -292,6 +293,7 @@ def run_batch(session: Context, name: str) -> BatchOutcome | None:
     commit = find(spark, target.location, record, after=batch.table_version)
     recovered = commit is not None
     if commit is None:
+        refuse_expectations(target, f"pipe {name}, a Kafka pipe,")
         try:
             _write(session, pipe, batch, record)
         except TooManyBadMessages as error:

@@ -16,7 +16,7 @@ from dagster import (
 )
 
 from lake_assets.definitions import build_definitions
-from lake_assets.pipes.defs import MESSAGES_CHECK
+from lake_assets.pipes.checks import MESSAGES_CHECK
 from lake_assets.session import LakeSession
 from resources.kafka_broker import Broker
 from tests.ingest_helpers import rows
