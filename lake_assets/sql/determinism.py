@@ -16,7 +16,7 @@ _NAMES = {
 }  # fmt: skip
 # Every class of sqlglot's expressions whose value is not decided by its arguments: random
 # values, the time of the run, the session, account or server it runs in, and calls of models.
-_CLASSES: tuple[type[exp.Func], ...] = (
+NON_DETERMINISTIC: tuple[type[exp.Func], ...] = (
     # random
     exp.Rand, exp.Randn, exp.Randstr, exp.Uniform, exp.Normal, exp.Zipf, exp.Uuid, exp.Shuffle,
     exp.Seq1, exp.Seq2, exp.Seq4, exp.Seq8, exp.NextValueFor,
@@ -41,6 +41,6 @@ _CLASSES: tuple[type[exp.Func], ...] = (
 
 def non_deterministic(node: exp.Expr) -> bool:
     """Whether `node` (one node, not its children) reads chance, the clock or the session."""
-    return isinstance(node, _CLASSES) or (
+    return isinstance(node, NON_DETERMINISTIC) or (
         isinstance(node, exp.Anonymous) and node.name.lower() in _NAMES
     )

@@ -9,7 +9,6 @@ import sqlglot
 from sqlglot import exp
 
 from lake_assets.dynamic_tables.analyses.shapes import (
-    NON_DETERMINISTIC,
     by_join_key,
     derived_table,
     has_subqueries,
@@ -205,27 +204,6 @@ def test_the_reason_a_select_is_refreshed_in_full(sql: str, problem: str) -> Non
 def test_every_non_deterministic_function_is_refreshed_in_full(function: str) -> None:
     problem = select_problem(select(f"SELECT a, {function} AS r FROM t"))
     assert (problem or "").startswith("non-deterministic function")
-
-
-# sqlglot's names for functions of the clock, the session and random values.
-_NON_DETERMINISTIC_PREFIXES = (
-    "AI_", "CURRENT_", "LOCALTIME", "RAND", "SEQ", "SESSION_", "SYS", "UTC_", "UUID",
-)  # fmt: skip
-
-
-def _functions(kind: type[exp.Func] = exp.Func) -> list[type[exp.Func]]:
-    """Every class of function sqlglot has, at any depth."""
-    return [c for sub in kind.__subclasses__() for c in [sub, *_functions(sub)]]
-
-
-def test_every_sqlglot_function_of_the_clock_the_session_or_chance_is_non_deterministic() -> None:
-    named = {
-        kind.__name__
-        for kind in _functions()
-        if any(name.startswith(_NON_DETERMINISTIC_PREFIXES) for name in kind.sql_names())
-    }
-    assert len(named) > 40
-    assert named <= {kind.__name__ for kind in NON_DETERMINISTIC}
 
 
 @pytest.mark.parametrize(
