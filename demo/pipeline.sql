@@ -34,6 +34,9 @@ CREATE TABLE IF NOT EXISTS sales_ods (
     id BIGINT COMMENT 'Order ID', product STRING COMMENT 'Product name',
     category STRING COMMENT 'Category', amount DECIMAL(10,2) COMMENT 'Amount', dt STRING COMMENT 'Date'
 ) COMMENT 'ODS layer — Pipe ingestion target table';
+-- An order's amount must be positive: a row that is not stays out of sales_ods, in its quarantine
+-- (SELECT * FROM quarantined_rows('sales_ods')), and the load counts it.
+ALTER TABLE sales_ods ADD CONSTRAINT positive_amount EXPECT (amount > 0) ON VIOLATION DROP ROW;
 CREATE PIPE IF NOT EXISTS sales_pipe INGEST_MODE = 'LIST_PURGE' VIRTUAL_CLUSTER = 'DEFAULT'
     POLL_INTERVAL = 5 COMMENT 'Sales data continuous ingestion pipeline'
     AS COPY INTO sales_ods FROM VOLUME pipe_vol USING CSV PURGE = TRUE;

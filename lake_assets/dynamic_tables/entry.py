@@ -38,10 +38,11 @@ class TargetLag:
     def text(self) -> str:
         if self.seconds is None:
             return "DOWNSTREAM"
-        for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+        for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1)):
             if self.seconds % size == 0:
-                return f"{self.seconds // size} {unit}"
-        return f"{self.seconds} seconds"
+                count = self.seconds // size
+                return f"{count} {unit}" if count == 1 else f"{count} {unit}s"
+        raise AssertionError("every lag is a whole number of seconds")
 
 
 DOWNSTREAM = TargetLag(None)

@@ -35,6 +35,8 @@ ALTER_DYNAMIC_TABLE = (
     "SET TARGET_LAG = '<n> minutes' | DOWNSTREAM"
 )
 _UNIT_SECONDS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
+# The shortest TARGET_LAG: Dagster's freshness policies take no window under a minute.
+_SHORTEST_LAG = 60
 WORDS = ObjectWords("dynamic table", (("DYNAMIC", "TABLE"),))
 
 
@@ -219,13 +221,21 @@ def target_lag(cursor: TokenCursor) -> TargetLag:
             f"TARGET_LAG '{text}' is not a lag",
             "write a whole number and a unit, e.g. TARGET_LAG = '5 minutes', or DOWNSTREAM",
         )
-    seconds = checked_interval(
-        f"TARGET_LAG '{text}'",
-        int(words[0]) * _UNIT_SECONDS[unit],
-        shortest=f"TARGET_LAG = '{SHORTEST_SECONDS} seconds'",
-        longest=f"TARGET_LAG = '{LONGEST_DAYS} days'",
+    seconds = int(words[0]) * _UNIT_SECONDS[unit]
+    if seconds < _SHORTEST_LAG:
+        raise LakeError(
+            f"TARGET_LAG '{text}' is shorter than 1 minute",
+            "Dagster's freshness policy, which shows the table fresh or late, counts from a "
+            "minute: write TARGET_LAG = '1 minute' or longer",
+        )
+    return TargetLag(
+        checked_interval(
+            f"TARGET_LAG '{text}'",
+            seconds,
+            shortest=f"TARGET_LAG = '{SHORTEST_SECONDS} seconds'",
+            longest=f"TARGET_LAG = '{LONGEST_DAYS} days'",
+        )
     )
-    return TargetLag(seconds)
 
 
 def parse_refresh(cursor: TokenCursor, grammar: Grammar) -> Statement:

@@ -90,11 +90,13 @@ def test_an_interval_out_of_bounds_is_refused_in_one_line(interval: str, message
 
 def test_target_lag_is_a_lag_in_words_or_downstream() -> None:
     for text, lag in (("'5 minutes'", TargetLag(300)), ("'1 hour'", TargetLag(3600)),
-                      ("'30 SECONDS'", TargetLag(30)), ("downstream", DOWNSTREAM)):  # fmt: skip
+                      ("'90 SECONDS'", TargetLag(90)), ("downstream", DOWNSTREAM)):  # fmt: skip
         parsed = parse_statement(f"CREATE DYNAMIC TABLE d TARGET_LAG = {text} AS SELECT x FROM t")
         assert isinstance(parsed, CreateDynamicTable)
         assert parsed.target_lag == lag
-    assert TargetLag(7200).text == "2 hours"
+    assert [TargetLag(7200).text, TargetLag(60).text, TargetLag(90).text] == [
+        "2 hours", "1 minute", "90 seconds",
+    ]  # fmt: skip
     assert parse_statement("ALTER DYNAMIC TABLE d SET TARGET_LAG = '2 days'") == AlterTargetLag(
         "d", TargetLag(2 * 86400)
     )
@@ -104,9 +106,10 @@ def test_target_lag_is_a_lag_in_words_or_downstream() -> None:
     ("clause", "message"),
     [
         (
-            "TARGET_LAG = '1 second'",
-            "TARGET_LAG '1 second' is shorter than 5 seconds — the Dagster daemon looks for due "
-            "runs every 5 s: write TARGET_LAG = '5 seconds' or longer",
+            "TARGET_LAG = '59 seconds'",
+            "TARGET_LAG '59 seconds' is shorter than 1 minute — Dagster's freshness policy, which "
+            "shows the table fresh or late, counts from a minute: write TARGET_LAG = '1 minute' or "
+            "longer",
         ),
         (
             "TARGET_LAG = 'soon'",
