@@ -112,9 +112,10 @@ os.environ.setdefault(
 
 # Property tests: each runs its explicit example and a few random histories (the same ones every
 # run: derandomized), as many as HYPOTHESIS_PROFILE asks; `thorough` explores before a change
-# lands. Two keep the suite under 30 minutes on CI's 2 cores with 3 workers.
+# lands. CI runs one random history besides the explicit example: with two, a fresh clone's run
+# took 71 minutes of pytest on 2 cores (2026-12-07), too near CI's 90-minute limit.
 settings.register_profile("dev", max_examples=2)
-settings.register_profile("ci", max_examples=2)
+settings.register_profile("ci", max_examples=1)
 settings.register_profile("thorough", max_examples=50)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
