@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from lake_assets.core.commits import committing, writer_options
+from lake_assets.core.commits import writer_options
 from lake_assets.core.errors import LakeError
 from lake_assets.core.names import hidden
 from lake_assets.core.results import Result
@@ -20,10 +20,10 @@ from lake_assets.core.writes import commit_write
 from lake_assets.sql.grammar import OVERWRITE
 from lake_assets.sql.statements import Dml, Query
 from lake_assets.tables.columns import recorded_schema
-from lake_assets.tables.enforcing import bound_alike, judged
+from lake_assets.tables.enforcing import judged
 from lake_assets.tables.entry import TableEntry
 from lake_assets.tables.expectations import Violation, passes_over
-from lake_assets.tables.expected_merge import write_merge
+from lake_assets.tables.expected_merge import judged_statement, write_merge
 
 if TYPE_CHECKING:
     from lake_assets.core.kind import Context
@@ -123,20 +123,4 @@ def _update(session: Context, stmt: Dml, table: TableEntry, update: exp.Update) 
     for expectation in table.expectations:
         if expectation.on_violation == Violation.DROP_ROW:
             guarded = guarded.where(passes_over(expectation, assigned), copy=False)
-    rows, bound = bound_alike(
-        session,
-        Query(new_values, stmt.sources),
-        Dml(stmt.operation, stmt.target, guarded, stmt.sources),
-    )
-    spark = session.spark
-
-    def write(location: str, record: dict[str, Any]) -> None:
-        kept = judged(table, spark.sql(rows.sql), record["tag"], f"UPDATE of {table.name}")
-        record.update(kept.record())
-        with committing(spark, record):
-            retrying_lost_append_races(lambda: spark.sql(bound.sql).collect())
-
-    return session.committing(
-        table.name,
-        lambda: commit_write(spark, session.catalog, table, stmt.operation, bound.consuming, write),
-    )
+    return judged_statement(session, stmt, table, new_values, guarded, f"UPDATE of {table.name}")

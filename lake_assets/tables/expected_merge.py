@@ -45,15 +45,25 @@ def write_merge(session: Context, stmt: Dml, table: TableEntry, merge: exp.Merge
     target = merge.this.alias_or_name
     source = merge.args["using"].alias_or_name
     clauses = [_clause(table, when, target, source) for when in merge.args["whens"].expressions]
-    rows, bound = bound_alike(
+    written = _written_rows(table, merge, clauses, target, source)
+    guarded = _guarded(table, merge, clauses)
+    return judged_statement(session, stmt, table, written, guarded, f"MERGE into {table.name}")
+
+
+def judged_statement(
+    session: Context, stmt: Dml, table: TableEntry, rows: exp.Expr, guarded: exp.Expr, what: str
+) -> Result:
+    """Run `guarded` (an UPDATE or MERGE guarded by the DROP ROW expectations) in one commit,
+    having judged `rows`, the rows it writes, bound to read the same stream ranges."""
+    judging, bound = bound_alike(
         session,
-        Query(_written_rows(table, merge, clauses, target, source), stmt.sources),
-        Dml(stmt.operation, stmt.target, _guarded(table, merge, clauses), stmt.sources),
+        Query(rows, stmt.sources),
+        Dml(stmt.operation, stmt.target, guarded, stmt.sources),
     )
     spark = session.spark
 
     def write(location: str, record: dict[str, Any]) -> None:
-        kept = judged(table, spark.sql(rows.sql), record["tag"], f"MERGE into {table.name}")
+        kept = judged(table, spark.sql(judging.sql), record["tag"], what)
         record.update(kept.record())
         with committing(spark, record):
             retrying_lost_append_races(lambda: spark.sql(bound.sql).collect())
