@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from dagster import (
     AssetCheckKey,
+    AssetCheckResult,
     AssetExecutionContext,
     AssetKey,
     AssetMaterialization,
@@ -46,6 +47,7 @@ from lake_assets.dynamic_tables.kind import AUTOMATION_SENSOR, INTERVALS_SENSOR,
 from lake_assets.dynamic_tables.refresh import Refreshed, RefreshOutcome, record_skipped, refresh
 from lake_assets.dynamic_tables.refreshes import RefreshTrigger
 from lake_assets.dynamic_tables.snapshots import sources_of
+from lake_assets.tables.checks import check_results, check_specs, counts_metadata, evaluations
 from resources.catalog import CatalogResource
 from resources.spark import DeltaSparkResource
 
@@ -137,10 +139,12 @@ def _reporter(context: AssetExecutionContext, catalog: Catalog) -> Refreshed:
         context.instance.report_runless_asset_event(
             AssetMaterialization(
                 outcome.name,
-                metadata=_metadata(outcome, refreshed),
+                metadata={**_metadata(outcome, refreshed), **counts_metadata(refreshed)},
                 tags={DATA_VERSION_TAG: str(outcome.version)},
             )
         )
+        for evaluation in evaluations(refreshed):
+            context.instance.report_runless_asset_event(evaluation)
 
     return report
 
@@ -202,10 +206,11 @@ def dynamic_table_asset(
         pool=f"dynamic_table_{entry.name}",
         output_required=False,
         metadata=described | ({"lake/target_lag": lag.text} if lag else {}),
+        check_specs=check_specs(entry),
     )
     def refresh_dynamic_table(
         context: AssetExecutionContext, spark: DeltaSparkResource, catalog: CatalogResource
-    ) -> Iterator[MaterializeResult[None]]:
+    ) -> Iterator[MaterializeResult[None] | AssetCheckResult]:
         lake = catalog.catalog
         trigger = _trigger(context)
         failed = _failed_upstream(context.instance, sources)
@@ -226,8 +231,9 @@ def dynamic_table_asset(
         # new versions (not "Unsynced"), and what reads it has nothing new.
         yield MaterializeResult(
             data_version=DataVersion(str(refreshed.version or 0)),
-            metadata=_metadata(outcome, refreshed),
+            metadata={**_metadata(outcome, refreshed), **counts_metadata(refreshed)},
         )
+        yield from check_results(refreshed)
 
     return refresh_dynamic_table
 

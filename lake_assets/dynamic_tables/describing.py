@@ -113,6 +113,8 @@ def describe_dynamic_table(session: Context, stmt: DescribeObject) -> Result:
         base_tables=_versions(committed.base_tables) if committed else None,
         columns=", ".join(f"{c.name} {c.type}" for c in entry.columns),
         primary_key=", ".join(entry.primary_key) or None,
+        expectations="; ".join(f"{e.name} {e.declaration()}" for e in entry.expectations) or None,
+        last_expectations=_counts(committed.expectations) if committed else None,
         refresh_interval=_interval_text(entry.refresh_interval_seconds),
         target_lag=entry.target_lag.text if entry.target_lag else None,
         lag=f"{current_lag(catalog, entry, now):.1f} s",
@@ -137,7 +139,7 @@ def describe_dynamic_table(session: Context, stmt: DescribeObject) -> Result:
 HISTORY_COLUMNS = [
     "name", "state", "refresh_mode", "refresh_trigger", "start_time", "end_time", "duration",
     "source_tables", "rows_inserted", "rows_deleted", "error_message", "reason", "base_tables",
-    "lag_seconds",
+    "lag_seconds", "expectations",
 ]  # fmt: skip
 
 
@@ -154,10 +156,18 @@ def show_refresh_history(session: Context, stmt: ShowRefreshHistory) -> Result:
                 _versions(r.source_tables), r.rows_inserted, r.rows_deleted, r.error_message,
                 r.reason, _versions(r.base_tables) if r.base_tables is not None else None,
                 round(r.lag_seconds, 3) if r.lag_seconds is not None else None,
+                _counts(r.expectations),
             )
             for r in REFRESHES.newest_first(catalog, stmt.name)
         ],
     )  # fmt: skip
+
+
+def _counts(counts: dict[str, list[int]] | None) -> str | None:
+    """Each expectation's counts in a refresh, as `name: passed passed, failed failed`."""
+    if not counts:
+        return None
+    return "; ".join(f"{name}: {p} passed, {f} failed" for name, (p, f) in sorted(counts.items()))
 
 
 def _versions(versions: dict[str, int] | None) -> str | None:

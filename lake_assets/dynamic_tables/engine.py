@@ -21,6 +21,7 @@ from lake_assets.dynamic_tables.entry import (
     RefreshModeChoice,
     SchedulingState,
 )
+from lake_assets.dynamic_tables.expected import kept
 from lake_assets.dynamic_tables.grammar import (
     AlterDynamicTable,
     AlterDynamicTablePrimaryKey,
@@ -32,7 +33,7 @@ from lake_assets.dynamic_tables.operators.stage import stage_views
 from lake_assets.dynamic_tables.refresh import Refreshed, refresh
 from lake_assets.dynamic_tables.refreshes import RefreshTrigger
 from lake_assets.dynamic_tables.rewrites import runnable
-from lake_assets.dynamic_tables.runtime.sources import schema_of
+from lake_assets.dynamic_tables.runtime.sources import full_result, register_sources, schema_of
 from lake_assets.dynamic_tables.steps.lower import query_of
 from lake_assets.dynamic_tables.steps.read_sources import source_read
 from lake_assets.dynamic_tables.targets import refuse_stuck
@@ -40,6 +41,7 @@ from lake_assets.sql.binding import referenced_tables
 from lake_assets.sql.statements import DropObject
 from lake_assets.sql.types import type_text
 from lake_assets.streams.entry import StreamEntry
+from lake_assets.tables.enforcing import check_conditions
 from lake_assets.tables.engine import (
     create_delta_table,
     enable_change_tracking,
@@ -47,6 +49,7 @@ from lake_assets.tables.engine import (
     set_primary_key,
 )
 from lake_assets.tables.entry import TableEntry, declared_key
+from lake_assets.tables.expectations import declared_expectations
 from lake_assets.views.reading import base_relations, refuse_cycle
 
 if TYPE_CHECKING:
@@ -98,31 +101,36 @@ def create_dynamic_table(session: Context, stmt: CreateDynamicTable) -> Result:
     stored = {name: catalog.stored(name) for name in base_relations(sources, catalog.find_relation)}
     # Checked now, before any Spark work, and again as the entry is written (below).
     refuse_cycle("dynamic table", stmt.name, sources, catalog.find_relation, _ACYCLIC)
-    query = runnable(
-        expression,
-        {name: [c.name for c in relation.columns] for name, relation in stored.items()},
-    )
-    plan = classify(query)
-    if stmt.refresh_mode is RefreshModeChoice.INCREMENTAL and plan.reason:
-        raise LakeError(
-            f"dynamic table {stmt.name} cannot refresh INCREMENTAL: {plan.reason}",
-            "use REFRESH_MODE = AUTO (it refreshes FULL) or FULL, or rewrite the query",
-        )
+    known = {name: [c.name for c in relation.columns] for name, relation in stored.items()}
+    query = runnable(expression, known)
     reads = [
         source_read(spark, name, relation, None, index)
         for index, (name, relation) in enumerate(stored.items())
     ]
-    stage_views(spark, plan, reads)  # registers the sources' views too, once
-    # The columns are the query's as written (a query over stages names its items otherwise);
-    # the state columns, those its plan appends.
+    register_sources(spark, reads, changes=False)
+    # The columns are the query's as written (a query over stages names its items otherwise).
     visible = schema_of(spark, query, reads)
-    hidden = schema_of(spark, plan.stateful, reads)[len(visible) :] if plan.hidden else []
     names = _column_names(stmt, [f.name for f in visible])
     comments = {c.name.lower(): c.comment for c in stmt.columns}
     columns = tuple(
         Column(name, type_text(f.dataType), comments.get(name.lower()))
         for name, f in zip(names, visible, strict=True)
     )
+    what = f"dynamic table {stmt.name}"
+    expectations = declared_expectations(what, columns, stmt.expectations)
+    if expectations:
+        rows = full_result(spark, query, {read.name: read for read in reads}, names)
+        check_conditions(what, rows, expectations)
+    # The plan of the rows it holds: those its DROP ROW expectations let in (see expected).
+    plan = classify(runnable(kept(query, names, expectations), known))
+    if stmt.refresh_mode is RefreshModeChoice.INCREMENTAL and plan.reason:
+        raise LakeError(
+            f"dynamic table {stmt.name} cannot refresh INCREMENTAL: {plan.reason}",
+            "use REFRESH_MODE = AUTO (it refreshes FULL) or FULL, or rewrite the query",
+        )
+    stage_views(spark, plan, reads)
+    # The state columns, those its plan appends.
+    hidden = schema_of(spark, plan.stateful, reads)[len(visible) :] if plan.hidden else []
     primary_key = _kept_key(stmt.name, previous, columns)
     for name, relation in stored.items():
         if isinstance(relation, TableEntry) and not relation.change_tracking:
@@ -151,6 +159,7 @@ def create_dynamic_table(session: Context, stmt: CreateDynamicTable) -> Result:
         refresh_mode=stmt.refresh_mode,
         target_lag_seconds=stmt.target_lag.seconds if stmt.target_lag else None,
         lag_downstream=stmt.target_lag == DOWNSTREAM,
+        expectations=expectations,
     )
     properties = {"delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": vectors}
     if any(_MAPPED_COLUMN_NAME.search(column.name) for column in columns):

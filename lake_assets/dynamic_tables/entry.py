@@ -10,6 +10,7 @@ from typing import ClassVar
 from lake_assets.core.entries import RELATION, CatalogObject, StoredRelation
 from lake_assets.core.errors import LakeError
 from lake_assets.sql.lineage import columns_read
+from lake_assets.tables.expectations import Expectation
 
 
 class SchedulingState(StrEnum):
@@ -73,6 +74,9 @@ class DynamicTableEntry(StoredRelation):
     # change of a source (or on its REFRESH INTERVAL).
     target_lag_seconds: int | None = None
     lag_downstream: bool = False
+    # What its rows must satisfy (see expected): DROP ROW ones filter its query, WARN and FAIL
+    # ones judge the rows each refresh adds.
+    expectations: tuple[Expectation, ...] = ()
 
     @property
     def target_lag(self) -> TargetLag | None:

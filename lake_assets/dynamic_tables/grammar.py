@@ -15,6 +15,7 @@ from lake_assets.dynamic_tables.entry import DOWNSTREAM, RefreshModeChoice, Targ
 from lake_assets.sql.grammar import Grammar, ObjectWords, StatementParser, finished
 from lake_assets.sql.statements import Query, Statement
 from lake_assets.sql.tokens import TokenCursor
+from lake_assets.tables.expectations import Expectation, parse_expectation
 from lake_assets.tables.grammar import (
     Alteration,
     AlterTablePrimaryKey,
@@ -23,7 +24,8 @@ from lake_assets.tables.grammar import (
 )
 
 CREATE_DYNAMIC_TABLE = (
-    "CREATE [OR REPLACE] DYNAMIC TABLE [IF NOT EXISTS] name [(col [COMMENT '…'], …)] "
+    "CREATE [OR REPLACE] DYNAMIC TABLE [IF NOT EXISTS] name "
+    "[(col [COMMENT '…'], …, CONSTRAINT name EXPECT (…) [ON VIOLATION …], …)] "
     "[REFRESH INTERVAL n SECOND|MINUTE|HOUR|DAY | TARGET_LAG = '<n> seconds|minutes|hours|days' "
     "| TARGET_LAG = DOWNSTREAM] [REFRESH_MODE = AUTO|INCREMENTAL|FULL] "
     "[VCLUSTER vc] [COMMENT '…'] AS SELECT …"
@@ -55,6 +57,8 @@ class CreateDynamicTable(Statement):
     if_not_exists: bool = False
     refresh_mode: RefreshModeChoice = RefreshModeChoice.AUTO
     target_lag: TargetLag | None = None
+    # Checked against the query's columns by CREATE (tables.expectations.declared_expectations).
+    expectations: tuple[Expectation, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,9 @@ def parse_create_dynamic_table(cursor: TokenCursor, grammar: Grammar) -> Stateme
     if or_replace and if_not_exists:
         raise LakeError("OR REPLACE and IF NOT EXISTS cannot be used together", "keep one of them")
     name = cursor.name("a dynamic table name")
-    columns = _column_list(cursor) if cursor.accept_symbol(TokenType.L_PAREN) else []
+    columns, expectations = (
+        _column_list(cursor) if cursor.accept_symbol(TokenType.L_PAREN) else ([], [])
+    )
     interval = vcluster = comment = lag = None
     mode = RefreshModeChoice.AUTO
     while not cursor.accept("AS"):
@@ -139,7 +145,7 @@ def parse_create_dynamic_table(cursor: TokenCursor, grammar: Grammar) -> Stateme
         )
     return CreateDynamicTable(
         name, query, text, tuple(columns), interval, vcluster, comment, or_replace, if_not_exists,
-        mode, lag,
+        mode, lag, tuple(expectations),
     )  # fmt: skip
 
 
@@ -172,17 +178,21 @@ def refuse_time_travel(name: str, query: exp.Expr) -> None:
     )
 
 
-def _column_list(cursor: TokenCursor) -> list[Column]:
-    """After '(': `col [COMMENT '…'], …)`; the types come from the query."""
-    columns = []
+def _column_list(cursor: TokenCursor) -> tuple[list[Column], list[Expectation]]:
+    """After '(': `col [COMMENT '…'], …` and `CONSTRAINT name EXPECT (…) …`, in any order, then
+    ')'; the types come from the query."""
+    columns, expectations = [], []
     while True:
-        column = cursor.identifier("a column name")
-        comment = cursor.string("a comment") if cursor.accept("COMMENT") else None
-        columns.append(Column(column, "", comment))
+        if cursor.accept("CONSTRAINT"):
+            expectations.append(parse_expectation(cursor))
+        else:
+            column = cursor.identifier("a column name or CONSTRAINT")
+            comment = cursor.string("a comment") if cursor.accept("COMMENT") else None
+            columns.append(Column(column, "", comment))
         if not cursor.accept_symbol(TokenType.COMMA):
             break
     cursor.expect_symbol(TokenType.R_PAREN, ")")
-    return columns
+    return columns, expectations
 
 
 def _refresh_mode(cursor: TokenCursor) -> RefreshModeChoice:

@@ -17,6 +17,7 @@ from lake_assets.core.delta import Commit, row_changes
 from lake_assets.core.entries import RELATION
 from lake_assets.core.errors import LakeError
 from lake_assets.core.history import History
+from lake_assets.tables.enforcing import COUNTS
 
 # The first key of a refresh commit's record.
 REFRESH_MARKER = "lake_refresh"
@@ -84,6 +85,8 @@ class RefreshCommit:
     # When the oldest base commit it brings in was made (ISO, UTC): its commit's lag is counted
     # from there (see lags).
     behind_since: str | None = None
+    # Each expectation's [passed, failed] over the rows its commit adds (see expected).
+    expectations: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def versions(self) -> dict[str, int]:
@@ -109,6 +112,8 @@ class RefreshCommit:
             record["stages"] = _reads_json(self.stages)
         if self.bases:
             record["bases"] = _reads_json(self.bases)
+        if self.expectations:
+            record[COUNTS] = self.expectations
         return record
 
     @classmethod
@@ -129,7 +134,13 @@ class RefreshCommit:
             _reads(record.get("stages", {})),
             _reads(record.get("bases", {})),
             str(since) if (since := record.get("behind_since")) is not None else None,
+            _counts(record.get(COUNTS, {})),
         )
+
+
+def _counts(record: object) -> dict[str, list[int]]:
+    assert isinstance(record, dict), "a refresh record's counts are an object"
+    return {str(name): [int(n) for n in counts] for name, counts in record.items()}
 
 
 def _reads_json(reads: dict[str, Read]) -> dict[str, list[str | int]]:
@@ -165,6 +176,8 @@ class RefreshRecord:
     # How far behind its base tables the table had fallen when this refresh's commit caught it up
     # (from the oldest base commit it brought in; see lags).
     lag_seconds: float | None = None
+    # Each expectation's [passed, failed] in its commit (see expected).
+    expectations: dict[str, list[int]] | None = None
 
 
 def committed(name: str, commit: Commit, record: RefreshCommit | None = None) -> RefreshRecord:
@@ -192,6 +205,7 @@ def committed(name: str, commit: Commit, record: RefreshCommit | None = None) ->
         end.isoformat(timespec="milliseconds"), max(duration, 0.0), record.versions, inserted,
         deleted, None, record.reason, commit.version,
         {name: read.version for name, read in record.bases.items()}, max(lag, 0.0),
+        record.expectations or None,
     )  # fmt: skip
 
 
@@ -215,6 +229,7 @@ REFRESHES = History(
         sa.Column("dt_version", sa.BigInteger),
         sa.Column("base_tables", TEXT),
         sa.Column("lag_seconds", sa.Float),
+        sa.Column("expectations", TEXT),
         sa.Index("refresh_history_by_name", "name", "start_time"),
     ),
     RefreshRecord,

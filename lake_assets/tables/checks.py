@@ -23,16 +23,16 @@ from lake_assets.core.delta import history
 from lake_assets.core.entries import StoredRelation
 from lake_assets.tables.enforcing import COUNTS, recorded_counts
 from lake_assets.tables.entry import TableEntry
-from lake_assets.tables.expectations import Expectation, Violation
+from lake_assets.tables.expectations import Expectation, Expecting, Violation
 
 
-def check_specs(entry: TableEntry) -> list[AssetCheckSpec]:
+def check_specs(entry: Expecting) -> list[AssetCheckSpec]:
     return [
         AssetCheckSpec(
             e.name,
             asset=entry.name,
-            description=f"{e.declaration()}: passes when the table's last write had no row "
-            "failing it",
+            description=f"{e.declaration()}: passes when the table's last write (a dynamic "
+            "table's: its last refresh) had no row failing it",
         )
         for e in entry.expectations
     ]
@@ -49,7 +49,7 @@ def expectations_check(entry: TableEntry) -> AssetChecksDefinition:
     return judged
 
 
-def check_results(entry: TableEntry) -> Iterator[AssetCheckResult]:
+def check_results(entry: Expecting) -> Iterator[AssetCheckResult]:
     """The checks' results on the table's commit at `entry.version` (no counts: nothing judged,
     each passes)."""
     found = recorded_counts(entry.location, entry.version) if entry.version is not None else None
@@ -65,7 +65,7 @@ def check_results(entry: TableEntry) -> Iterator[AssetCheckResult]:
 
 def evaluations(entry: StoredRelation) -> list[AssetCheckEvaluation]:
     """The checks evaluated on the table's newest commit (none when it judged no rows)."""
-    if not isinstance(entry, TableEntry) or entry.version is None:
+    if not isinstance(entry, Expecting) or entry.version is None:
         return []
     found = recorded_counts(entry.location, entry.version)
     if found is None:
@@ -84,14 +84,14 @@ def evaluations(entry: StoredRelation) -> list[AssetCheckEvaluation]:
 
 def counts_metadata(entry: StoredRelation) -> dict[str, MetadataValue]:
     """The materialization's record of each expectation's counts in its commit."""
-    if not isinstance(entry, TableEntry) or entry.version is None:
+    if not isinstance(entry, Expecting) or entry.version is None:
         return {}
     found = recorded_counts(entry.location, entry.version)
     return {} if found is None else {f"lake/{COUNTS}": MetadataValue.json(found)}
 
 
 def _verdicts(
-    entry: TableEntry, counts: dict[str, list[int]]
+    entry: Expecting, counts: dict[str, list[int]]
 ) -> Iterator[tuple[Expectation, int, int]]:
     """Each expectation's counts (none judged: an expectation added since, or no write yet)."""
     for expectation in entry.expectations:

@@ -28,13 +28,9 @@ def add_expectation(session: Context, stmt: AddExpectation) -> Result:
         f"table {name}", entry.columns, (*entry.expectations, stmt.expectation)
     )
     added = expectations[-1]
-    check_conditions(session.spark, entry, (added,))
-    existing = (
-        session.spark.read.format("delta")
-        .load(entry.location)
-        .where(F.expr(f"NOT {added.passes}"))
-        .count()
-    )
+    rows = session.spark.read.format("delta").load(entry.location)
+    check_conditions(f"table {name}", rows, (added,))
+    existing = rows.where(F.expr(f"NOT {added.passes}")).count()
     catalog.update(TableEntry, name, lambda found: replace(found, expectations=expectations))
     return Result.status(
         f"table {name} expects {added.name}: {added.declaration()}, on writes from now on; "

@@ -11,15 +11,15 @@ from dataclasses import dataclass, field
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType
 
-from lake_assets.core.delta import commits_from, delta_ref
+from lake_assets.core.delta import commits_from
 from lake_assets.core.errors import LakeError
 from lake_assets.sql.statements import Dml, Query
 from lake_assets.tables.entry import TableEntry
-from lake_assets.tables.expectations import Expectation, Violation
+from lake_assets.tables.expectations import Expectation, Expecting, Violation
 from lake_assets.tables.quarantine import quarantine
 
 if TYPE_CHECKING:
@@ -45,20 +45,16 @@ class Judged:
         return {COUNTS: self.counts} if self.counts else {}
 
 
-def check_conditions(
-    spark: SparkSession, table: TableEntry, expectations: Sequence[Expectation]
-) -> None:
-    """Each condition is a boolean over the table's columns (Spark analyses it: no job runs)."""
+def check_conditions(what: str, rows: DataFrame, expectations: Sequence[Expectation]) -> None:
+    """Each condition is a boolean over `rows`, the columns of `what` ("table t"): Spark analyses
+    it, no job runs."""
     if not expectations:
         return
-    read = spark.sql(
-        f"SELECT {', '.join(f'({e.condition})' for e in expectations)} "
-        f"FROM {delta_ref(table.location)}"
-    )
+    read = rows.selectExpr(*(f"({e.condition})" for e in expectations))
     for expectation, found in zip(expectations, read.schema.fields, strict=True):
         if not isinstance(found.dataType, BooleanType):
             raise LakeError(
-                f"expectation {expectation.name} of table {table.name} is not a condition: "
+                f"expectation {expectation.name} of {what} is not a condition: "
                 f"({expectation.condition}) is {found.dataType.simpleString().upper()}",
                 "write a boolean expression, e.g. amount > 0",
             )
@@ -103,7 +99,7 @@ def recorded_counts(location: str, version: int) -> dict[str, list[int]] | None:
     return counts
 
 
-def judged(table: TableEntry, rows: DataFrame, tag: str, write: str) -> Judged:
+def judged(table: Expecting, rows: DataFrame, tag: str, write: str) -> Judged:
     """Judge `rows` (the table's columns by name) about to be written by `write` ("INSERT into
     t"), tagged `tag`. Computed once (checkpointed), so that what is counted is what is written."""
     expectations = table.expectations
@@ -140,12 +136,19 @@ def judged(table: TableEntry, rows: DataFrame, tag: str, write: str) -> Judged:
 
 
 def _failed(
-    table: TableEntry, expectation: Expectation, rows: DataFrame, n: int, total: int, write: str
+    table: Expecting, expectation: Expectation, rows: DataFrame, n: int, total: int, write: str
 ) -> LakeError:
     sample = rows.first()
     shown = ", ".join(f"{k}={v!r}" for k, v in (sample.asDict() if sample else {}).items())
     return LakeError(
         f"{write} violates expectation {expectation.name} ({expectation.condition}, ON "
         f"VIOLATION FAIL) in {n} of {total} rows, e.g. ({shown}); nothing was written",
-        f"fix those rows, or relax it: ALTER TABLE {table.name} DROP CONSTRAINT {expectation.name}",
+        f"fix those rows, or relax it: {_relaxing(table, expectation)}",
     )
+
+
+def _relaxing(table: Expecting, expectation: Expectation) -> str:
+    """The statement that drops the expectation: a dynamic table is created again without it."""
+    if isinstance(table, TableEntry):
+        return f"ALTER TABLE {table.name} DROP CONSTRAINT {expectation.name}"
+    return f"CREATE OR REPLACE DYNAMIC TABLE {table.name} without it"

@@ -116,7 +116,9 @@ def create_table(session: Context, stmt: CreateTable) -> Result:
             cluster_by=stmt.cluster_by,
             expectations=stmt.expectations,
         )
-        check_conditions(session.spark, entry, entry.expectations)
+        if entry.expectations:
+            rows = session.spark.read.format("delta").load(entry.location)
+            check_conditions(f"table {entry.name}", rows, entry.expectations)
         entry = catalog.add(entry)
     except LakeError:
         remove_files(location)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import Protocol, runtime_checkable
 
 import sqlglot
 from sqlglot import exp
@@ -46,6 +47,27 @@ class Expectation:
 
     def declaration(self) -> str:
         return f"EXPECT ({self.condition}) ON VIOLATION {self.on_violation}"
+
+
+@runtime_checkable
+class Expecting(Protocol):
+    """A relation whose writes are judged by expectations: a table, or a dynamic table's
+    refreshes."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def location(self) -> str: ...
+
+    @property
+    def version(self) -> int | None: ...
+
+    @property
+    def columns(self) -> tuple[Column, ...]: ...
+
+    @property
+    def expectations(self) -> tuple[Expectation, ...]: ...
 
 
 def parse_expectation(cursor: TokenCursor) -> Expectation:

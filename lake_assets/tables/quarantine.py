@@ -2,7 +2,8 @@
 own inside the table's folder (so that it is renamed and dropped with it), each tagged with the
 record tag of the write it was dropped from. They are written before that write's commit and
 shown only once a commit of the table carries the tag: a crash in between leaves rows nobody
-sees, and a write is never quarantined twice."""
+sees, and a write is never quarantined twice. A dynamic table's quarantine holds what its
+newest refresh left out (see dynamic_tables.expected): only the newest tagged commit's rows show."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from pyspark.sql import functions as F
 
 from lake_assets.core import failpoints
 from lake_assets.core.commits import tags
-from lake_assets.core.delta import is_table, quote_name
+from lake_assets.core.delta import delta_ref, is_table, quote_name, sql_string
 from lake_assets.core.names import hidden
 from lake_assets.tables.entry import TableEntry
+from lake_assets.tables.expectations import Expecting
 from lake_assets.tables.grammar import QuarantinedRowsSource
 
 if TYPE_CHECKING:
@@ -30,34 +32,43 @@ EXPECTATION, TAG, AT = hidden("expectation"), hidden("tag"), hidden("quarantined
 _FOLDER = "_lake_quarantine"  # Delta and VACUUM leave a table's "_" folders alone
 
 
-def quarantine_location(table: TableEntry) -> str:
+def quarantine_location(table: Expecting) -> str:
     return f"{table.location.rstrip('/')}/{_FOLDER}"
 
 
-def quarantine(table: TableEntry, rows: DataFrame, expectation: SparkColumn, tag: str) -> None:
+def quarantine(table: Expecting, rows: DataFrame, expectation: SparkColumn, tag: str) -> None:
     """Keep `rows` (the table's columns) aside for the write tagged `tag`, each with the name of
-    the first expectation it failed."""
+    the first expectation it failed; a dynamic table's rows of older writes go (see module)."""
+    location = quarantine_location(table)
+    if not isinstance(table, TableEntry) and is_table(rows.sparkSession, location):
+        newest = _newest_tag(table.location)
+        kept_tag = sql_string(newest) if newest is not None else "NULL"
+        rows.sparkSession.sql(
+            f"DELETE FROM {delta_ref(location)} WHERE NOT {TAG} <=> {kept_tag}"
+        ).collect()
     kept = rows.select(
         "*",
         expectation.alias(EXPECTATION),
         F.lit(tag).alias(TAG),
         F.current_timestamp().alias(AT),
     )
-    kept.write.format("delta").mode("append").option("mergeSchema", "true").save(
-        quarantine_location(table)
-    )
+    kept.write.format("delta").mode("append").option("mergeSchema", "true").save(location)
     failpoints.reached(QUARANTINED)
 
 
 def read_quarantined_rows(session: Context, source: QuarantinedRowsSource) -> DataFrame:
     """The table's columns, the expectation each row failed, the version of the commit it was
     dropped from and when; rows of writes that never committed are not shown."""
-    spark, table = session.spark, session.catalog.get(TableEntry, source.table)
+    spark, table = session.spark, _expecting(session, source.table)
     location = quarantine_location(table)
     if not is_table(spark, location):
         return _empty(spark, table)
+    committed = tags(spark, table.location)
+    if not isinstance(table, TableEntry):
+        newest = _newest_tag(table.location)
+        committed = {newest: committed[newest]} if newest is not None else {}
     versions = spark.createDataFrame(
-        list(tags(spark, table.location).items()), f"{TAG} STRING, commit_version BIGINT"
+        list(committed.items()), f"{TAG} STRING, commit_version BIGINT"
     )
     rows = spark.read.format("delta").load(location).join(versions, TAG)
     present = set(rows.columns)
@@ -72,7 +83,21 @@ def read_quarantined_rows(session: Context, source: QuarantinedRowsSource) -> Da
     )
 
 
-def _empty(spark: SparkSession, table: TableEntry) -> DataFrame:
+def _expecting(session: Context, name: str) -> Expecting:
+    """A table or dynamic table (each may have expectations), or the error that says what is."""
+    found = session.catalog.stored(name)
+    if not isinstance(found, Expecting):
+        raise found.mistaken_for(TableEntry)
+    return found
+
+
+def _newest_tag(location: str) -> str | None:
+    """The tag of the table's newest commit that carries one."""
+    found = tags(None, location)
+    return max(found, key=found.__getitem__) if found else None
+
+
+def _empty(spark: SparkSession, table: Expecting) -> DataFrame:
     columns = ", ".join(f"{quote_name(c.name)} {c.type}" for c in table.columns)
     schema = f"{columns}, expectation STRING, commit_version BIGINT, quarantined_at TIMESTAMP"
     return spark.createDataFrame([], schema)

@@ -175,6 +175,7 @@ def _merge(node: Aggregate, job: Write) -> Commit:
         touched = Touched.held(recompute_keys, RECOMPUTE_KEYS, distinct=False)  # state is computed
         recomputed = _recomputed_groups(env, node, columns, touched)
         source = source.unionAll(recomputed).localCheckpoint()
+    job.judge(source.where(F.col(OP) != "D"))
     key_fields = [field for field in schema.fields if field.name in keys.values()]
     assignments = ", ".join(f"t.{quote_name(c)} = s.{quote_name(c)}" for c in columns)
     names = ", ".join(map(quote_name, columns))

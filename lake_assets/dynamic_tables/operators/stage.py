@@ -57,6 +57,7 @@ def hidden_write(
         location=location,
         columns=tuple(Column(name, "") for name in columns),
         hidden=plan.hidden,
+        expectations=(),  # the table's own rows are judged, not a stage's
     )
     _prepare(job, location, [*columns, *plan.hidden], plan, reads, feed)
     version = latest_version(spark, location)

@@ -18,6 +18,7 @@ from lake_assets.core.commits import Fence, committing, fenced_write
 from lake_assets.core.delta import MATERIALIZE_SOURCE_CONF, Commit, delta_ref, quote_name
 from lake_assets.core.names import hidden
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
+from lake_assets.dynamic_tables.expected import judge_refresh
 from lake_assets.dynamic_tables.refreshes import RefreshCommit, RefreshRaced
 from lake_assets.dynamic_tables.runtime import pruning
 from lake_assets.dynamic_tables.runtime.netting import MULT, col, copies, difference
@@ -72,6 +73,9 @@ class Write:
     phases: Phases
     # The table's rows at `fence.version` (what replacing them all removes).
     rows_before: int = 0
+    # Its query as written, runnable, when DROP ROW expectations filter it: its whole result is
+    # judged by them at each refresh (see expected).
+    written: exp.Expr | None = None
 
     @property
     def dt_version(self) -> int:
@@ -92,6 +96,19 @@ class Write:
     def held(self) -> DataFrame:
         """The table's rows at the version the refresh starts from."""
         return table_at(self.spark, self.entry.location, self.dt_version)
+
+    def judge(self, added: DataFrame) -> None:
+        """The table's expectations judge this commit (see expected.judge_refresh): `added`, the
+        rows it adds, and its query's whole result when DROP ROW ones filter it; the counts ride
+        in its record."""
+        if not self.entry.expectations:
+            return
+        result = None
+        if self.written is not None:
+            register_sources(self.spark, self.reads, changes=False)
+            result = full_result(self.spark, self.written, self.by_name, self.visible)
+        added = added.select(*map(col, self.visible))
+        self.metadata.expectations = judge_refresh(self.entry, added, result, self.metadata.tag)
 
     def merge(self, source: DataFrame, on: str, clauses: str) -> Commit:
         """The refresh's one commit as a MERGE of `source` (as `s`) into the table (as `t`):
@@ -134,6 +151,7 @@ class Write:
 def write_changes(job: Write, changes: DataFrame, schema: StructType) -> Commit:
     """Rows gained and lost (`changes`, netted, with MULT) in the refresh's one commit: a MERGE,
     or an append when rows are only gained."""
+    job.judge(_gained_rows(changes, schema))
     merged = _rows_merge(job.held(), changes, schema)
     if merged is None:
         gained = _gained_rows(changes, schema)
@@ -191,12 +209,12 @@ def _rows_merge(
 
 
 def _gained_rows(changes: DataFrame, schema: StructType) -> DataFrame:
-    """The rows to append when a projection only gains rows."""
+    """The rows gained (what is appended when a projection only gains rows)."""
     names = [field.name for field in schema.fields]
     typed = changes.select(
         *[col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields], F.col(MULT)
     )
-    return copies(typed, F.col(MULT), names)
+    return copies(typed.filter(F.col(MULT) > 0), F.col(MULT), names)
 
 
 def write_full(job: Write, only_differences: bool = True) -> Commit:
@@ -225,6 +243,7 @@ def write_difference(job: Write, rows: DataFrame) -> Commit:
 
 def write_rows(job: Write, frame: DataFrame) -> Commit:
     """`frame` replaces the table's rows in the refresh's one commit."""
+    job.judge(frame)
     job.metadata.replaced_rows = job.rows_before
     writer = frame.write.format("delta").mode("overwrite")
     writer = writer.option("maxRecordsPerFile", pruning.ROWS_PER_FILE)

@@ -37,6 +37,6 @@ def choose_mode(run: Refreshing) -> None:
     plan = run.plan
     run.job = Write(
         run.spark, run.entry, plan.stateful, plan.hidden, run.reads, run.fence, metadata,
-        run.phases, run.rows_before,
+        run.phases, run.rows_before, run.written,
     )  # fmt: skip
     run.phases.end("plan")

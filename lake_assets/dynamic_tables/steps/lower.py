@@ -10,9 +10,11 @@ from sqlglot import exp
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import StoredRelation
 from lake_assets.dynamic_tables.entry import DynamicTableEntry
+from lake_assets.dynamic_tables.expected import drops_rows, kept
 from lake_assets.dynamic_tables.grammar import refuse_hidden_names, refuse_time_travel
 from lake_assets.dynamic_tables.lowering import classify
 from lake_assets.dynamic_tables.operators.base import Plan
+from lake_assets.dynamic_tables.rewrites import runnable
 from lake_assets.dynamic_tables.snapshots import sources_of
 from lake_assets.dynamic_tables.steps.state import Refreshing
 from lake_assets.sql.grammar import Grammar
@@ -21,7 +23,12 @@ from lake_assets.views.reading import inline_views
 
 
 def lower(run: Refreshing) -> None:
-    run.plan = plan_of(run.entry, run.catalog)
+    entry, catalog = run.entry, run.catalog
+    run.plan = plan_of(entry, catalog)
+    run.written = None
+    if drops_rows(entry.expectations):
+        columns = source_columns(catalog, sources_of(entry, catalog))
+        run.written = runnable(written_query(entry, catalog), columns)
 
 
 def plan_of(entry: DynamicTableEntry, catalog: Catalog) -> Plan:
@@ -34,7 +41,14 @@ def plan_of(entry: DynamicTableEntry, catalog: Catalog) -> Plan:
 
 
 def definition_of(entry: DynamicTableEntry, catalog: Catalog) -> exp.Expr:
-    """The query a refresh runs: as written, with the views it reads as they are now."""
+    """The query a refresh runs: as written, with the views it reads as they are now, and only
+    the rows its DROP ROW expectations let in (see expected)."""
+    names = [column.name for column in entry.columns]
+    return kept(written_query(entry, catalog), names, entry.expectations)
+
+
+def written_query(entry: DynamicTableEntry, catalog: Catalog) -> exp.Expr:
+    """Its query as written, with the views it reads as they are now."""
     statement = Grammar().spark(entry.query)
     assert isinstance(statement, Query)
     return query_of(catalog, entry.name, statement.expression)

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
+from sqlglot import exp
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.commits import Fence
@@ -44,8 +45,10 @@ class Refreshing:
     previous: RefreshCommit | None = field(init=False)
     fence: Fence = field(init=False)
     rows_before: int = field(init=False)
-    # lower: the plan of the query.
+    # lower: the plan of the query, and the query as written when DROP ROW expectations filter
+    # it (see expected).
     plan: Plan = field(init=False)
+    written: exp.Expr | None = field(init=False)
     # read_sources: the sources whose change tracking it turned on, each source's read, and the
     # views it reads that were replaced since the last refresh.
     untracked: list[str] = field(init=False)
