@@ -2,7 +2,11 @@
 -- Change tracking on the source is what lets the refresh read only the changes.
 ALTER TABLE sales_ods SET PROPERTIES ('change_tracking' = 'true');
 
-CREATE OR REPLACE DYNAMIC TABLE sales_summary REFRESH INTERVAL 1 HOUR VCLUSTER DEFAULT
+-- Its expectation: every category's total is positive (sales_ods keeps refunds out). A WARN: a
+-- refresh that adds a failing row commits it and counts it; Dagster shows the check.
+CREATE OR REPLACE DYNAMIC TABLE sales_summary (category, order_cnt, total_amount, avg_amount,
+        min_date, max_date, CONSTRAINT positive_total EXPECT (total_amount > 0))
+    REFRESH INTERVAL 1 HOUR VCLUSTER DEFAULT
     COMMENT 'Category summary — incremental refresh'
 AS SELECT category, COUNT(*) AS order_cnt, SUM(amount) AS total_amount, AVG(amount) AS avg_amount,
           MIN(dt) AS min_date, MAX(dt) AS max_date
