@@ -12,10 +12,10 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
 from pyspark.sql import SparkSession
 from sqlalchemy.engine import make_url
 
+import tests.histories_settings  # noqa: F401  (it loads the hypothesis profile)
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.settings import LakeSettings
 from lake_assets.session import LakeSession
@@ -109,15 +109,6 @@ os.environ.setdefault(
     "spark.sql.adaptive.enabled=false,spark.sql.shuffle.partitions=1,"
     "spark.databricks.delta.snapshotPartitions=1",
 )
-
-# Property tests: each runs its explicit example and a few random histories (the same ones every
-# run: derandomized), as many as HYPOTHESIS_PROFILE asks; `thorough` explores before a change
-# lands. CI runs one random history besides the explicit example: with two, a fresh clone's run
-# took 71 minutes of pytest on 2 cores (2026-12-07), too near CI's 90-minute limit.
-settings.register_profile("dev", max_examples=2)
-settings.register_profile("ci", max_examples=1)
-settings.register_profile("thorough", max_examples=50)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
 @pytest.fixture(scope="session")

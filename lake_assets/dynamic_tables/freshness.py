@@ -105,10 +105,12 @@ def _look(
 
 def _run_key(catalog: Catalog, entry: DynamicTableEntry) -> str:
     """One request per state of the table and its base tables: a refresh that failed is asked
-    for again once a base table commits again, not on every look."""
+    for again once a base table commits again, not on every look. A table created again (its
+    versions start over, in a folder of its own) is another: Dagster keeps run keys for good."""
     bases = sorted(graph_of(catalog, entry.name).bases[entry.name])
     versions = [history(None, catalog.stored(name).location, 1)[0].version for name in bases]
-    state = json.dumps([history(None, entry.location, 1)[0].version, bases, versions])
+    version = history(None, entry.location, 1)[0].version
+    state = json.dumps([entry.location, version, bases, versions])
     return f"{entry.name}@{hashlib.sha256(state.encode()).hexdigest()[:16]}"
 
 

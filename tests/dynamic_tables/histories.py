@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
 
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
@@ -19,14 +18,9 @@ from lake_assets.core.settings import LakeSettings
 from lake_assets.dynamic_tables import refresh as dynamic
 from lake_assets.dynamic_tables.refreshes import RefreshMode
 from lake_assets.session import LakeSession
+from tests.histories_settings import HISTORIES
 
-# How many examples each property draws comes from the profile (tests/conftest.py).
-SETTINGS = settings(
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+SETTINGS = HISTORIES  # see tests/histories_settings.py
 TABLES = """
 CREATE TABLE src (id BIGINT, cat STRING, amount DECIMAL(10,2), qty INT, name STRING);
 CREATE TABLE dim (cat STRING, label STRING, weight INT);

@@ -13,6 +13,7 @@ from lake_assets.definitions import build_definitions
 from lake_assets.dynamic_tables import refresh as dynamic
 from lake_assets.dynamic_tables.refreshes import REFRESHES
 from lake_assets.session import LakeSession
+from tests.dynamic_tables.refresh_helpers import rows
 
 SUMMARY = (
     "CREATE DYNAMIC TABLE d (k, total, n, "
@@ -20,11 +21,6 @@ SUMMARY = (
     "CONSTRAINT few EXPECT (n < 3)) "
     "AS SELECT k, SUM(v) AS total, COUNT(*) AS n FROM t GROUP BY k"
 )
-
-
-def rows(lake: LakeSession, sql: str) -> list[tuple]:
-    (result,) = lake.sql(sql)
-    return list(result.rows)
 
 
 def counts(lake: LakeSession) -> dict[str, list[int]]:

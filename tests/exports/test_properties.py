@@ -12,23 +12,18 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC
 
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
 from lake_assets.core.delta import history
 from lake_assets.session import LakeSession
 from lake_assets.tables.entry import TableEntry
+from tests.histories_settings import HISTORIES
 
 # Each example costs ~15 Spark statements: 6 examples (one of them the fixed one below) keep the
-# file at about two minutes on two cores.
-SETTINGS = settings(
-    max_examples=6,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+# file at about two minutes on two cores (CI runs the fixed one: see tests/histories_settings.py).
+SETTINGS = settings(HISTORIES, max_examples=6)
 KEYS = 8
 A = st.one_of(st.none(), st.integers(0, 3))
 B = st.one_of(st.none(), st.sampled_from(["x", "y", "z"]))

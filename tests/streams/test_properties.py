@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
@@ -20,14 +20,9 @@ from lake_assets.core.catalog import Catalog
 from lake_assets.core.delta import history
 from lake_assets.core.settings import LakeSettings
 from lake_assets.session import LakeSession
+from tests.histories_settings import HISTORIES
 
-# How many examples each property draws comes from the profile (tests/conftest.py).
-SETTINGS = settings(
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+SETTINGS = HISTORIES  # see tests/histories_settings.py
 COLUMNS = "id, v, tag"
 ROW = st.tuples(st.integers(0, 15), st.integers(0, 9), st.sampled_from(["a", "b", "c"]))
 OPERATION = st.one_of(
