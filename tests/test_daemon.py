@@ -15,7 +15,14 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from dagster import AssetKey, DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
+from dagster import (
+    AssetCheckKey,
+    AssetKey,
+    DagsterEventType,
+    DagsterInstance,
+    DagsterRunStatus,
+    RunsFilter,
+)
 
 from lake_assets.core.catalog import Catalog
 from lake_assets.daemon import ROOT, spawn_daemon
@@ -232,13 +239,15 @@ def test_a_target_lag_is_kept_by_the_lag_sensor_and_shown_as_freshness(
 ) -> None:
     """`totals` (TARGET_LAG 90 s) reads `cleaned` (DOWNSTREAM): two commits to `orders` are
     caught up by one refresh of `totals` within the target, `cleaned` refreshed first as part of
-    it (and reported as an event of its asset), and Dagster's freshness says `totals` is fresh."""
+    it (and reported as an event of its asset), and Dagster's freshness says `totals` is fresh.
+    Each table's expectation is a check of its asset, evaluated by that refresh: `cleaned`'s
+    leaves the negative order out (in its quarantine), `totals`'s counts the total it warns of."""
     lake.sql(
         "CREATE TABLE orders (id BIGINT, amount DECIMAL(10,2)); INSERT INTO orders VALUES (1, 10);"
-        "CREATE DYNAMIC TABLE cleaned TARGET_LAG = '1 hour' AS "
-        "SELECT id, amount FROM orders WHERE amount > 0;"
-        "CREATE DYNAMIC TABLE totals TARGET_LAG = '90 seconds' AS "
-        "SELECT COUNT(*) AS n, SUM(amount) AS total FROM cleaned;"
+        "CREATE DYNAMIC TABLE cleaned (id, amount, CONSTRAINT positive EXPECT (amount > 0) ON "
+        "VIOLATION DROP ROW) TARGET_LAG = '1 hour' AS SELECT id, amount FROM orders;"
+        "CREATE DYNAMIC TABLE totals (n, total, CONSTRAINT small EXPECT (total < 15)) "
+        "TARGET_LAG = '90 seconds' AS SELECT COUNT(*) AS n, SUM(amount) AS total FROM cleaned;"
         "ALTER DYNAMIC TABLE cleaned SET TARGET_LAG = DOWNSTREAM"
     )
     catalog = lake.catalog
@@ -256,8 +265,14 @@ def test_a_target_lag_is_kept_by_the_lag_sensor_and_shown_as_freshness(
             "Dagster's freshness of totals",
             lambda: _freshness(instance, "totals") == "PASS",
         )
+        # Over the refresh: cleaned kept 3 of its query's 4 rows; totals added one row, 17.50.
+        running.wait_until(
+            "the expectations' checks",
+            lambda: {name: _verdict(instance, *name) for name in EXPECTED} == EXPECTED,
+        )
         cleaned_event = instance.get_latest_materialization_event(AssetKey("cleaned"))
         assert failed_steps(instance) == []
+    assert rows(lake, "SELECT id, amount FROM quarantined_rows('cleaned')") == [(3, Decimal(-1))]
     refreshes = REFRESHES.newest_first(catalog, "totals")[: -created["totals"]]
     committed = [r for r in refreshes if r.dt_version is not None]
     assert [r.refresh_trigger for r in committed] == ["SCHEDULED"]  # not one per commit
@@ -270,6 +285,21 @@ def test_a_target_lag_is_kept_by_the_lag_sensor_and_shown_as_freshness(
     assert cleaned_event.asset_materialization is not None
     version = cleaned_event.asset_materialization.metadata["lake/version"].value
     assert version == catalog.get(DynamicTableEntry, "cleaned").version
+
+
+EXPECTED = {("cleaned", "positive"): (False, 3, 1), ("totals", "small"): (False, 0, 1)}
+
+
+def _verdict(instance: DagsterInstance, table: str, check: str) -> tuple[bool, int, int] | None:
+    """The newest evaluation of a table's expectation check: passed, and its counts."""
+    key = AssetCheckKey(AssetKey(table), check)
+    found = instance.event_log_storage.get_asset_check_execution_history(key, limit=1)
+    event = found[0].event if found else None
+    if event is None or event.dagster_event is None:
+        return None
+    evaluation = event.dagster_event.event_specific_data
+    metadata = evaluation.metadata
+    return evaluation.passed, metadata["passed"].value, metadata["failed"].value
 
 
 def _freshness(instance: DagsterInstance, name: str) -> str | None:

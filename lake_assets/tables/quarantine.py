@@ -41,10 +41,9 @@ def quarantine(table: Expecting, rows: DataFrame, expectation: SparkColumn, tag:
     the first expectation it failed; a dynamic table's rows of older writes go (see module)."""
     location = quarantine_location(table)
     if not isinstance(table, TableEntry) and is_table(rows.sparkSession, location):
-        newest = _newest_tag(table.location)
-        kept_tag = sql_string(newest) if newest is not None else "NULL"
+        newest = ", ".join(map(sql_string, _newest(tags(None, table.location)))) or "NULL"
         rows.sparkSession.sql(
-            f"DELETE FROM {delta_ref(location)} WHERE NOT {TAG} <=> {kept_tag}"
+            f"DELETE FROM {delta_ref(location)} WHERE {TAG} IS NULL OR {TAG} NOT IN ({newest})"
         ).collect()
     kept = rows.select(
         "*",
@@ -65,8 +64,7 @@ def read_quarantined_rows(session: Context, source: QuarantinedRowsSource) -> Da
         return _empty(spark, table)
     committed = tags(spark, table.location)
     if not isinstance(table, TableEntry):
-        newest = _newest_tag(table.location)
-        committed = {newest: committed[newest]} if newest is not None else {}
+        committed = _newest(committed)
     versions = spark.createDataFrame(
         list(committed.items()), f"{TAG} STRING, commit_version BIGINT"
     )
@@ -91,10 +89,12 @@ def _expecting(session: Context, name: str) -> Expecting:
     return found
 
 
-def _newest_tag(location: str) -> str | None:
-    """The tag of the table's newest commit that carries one."""
-    found = tags(None, location)
-    return max(found, key=found.__getitem__) if found else None
+def _newest(committed: dict[str, int]) -> dict[str, int]:
+    """Of the tags committed (with their versions), the newest commit's."""
+    if not committed:
+        return {}
+    newest = max(committed, key=committed.__getitem__)
+    return {newest: committed[newest]}
 
 
 def _empty(spark: SparkSession, table: Expecting) -> DataFrame:
