@@ -1,7 +1,7 @@
 """A dynamic table's expectations on Spark: DROP ROW leaves rows out (and shows them in its
 quarantine until a refresh lets them in), WARN counts the rows a refresh adds, FAIL refuses a
 refresh that would add a failing row and commits nothing; Dagster shows each as a check of the
-table's asset, evaluated on each refresh."""
+table's asset, evaluated on each refresh; a refresh crashed around its commit counts once."""
 
 from __future__ import annotations
 
@@ -12,7 +12,10 @@ from lake_assets.core.errors import LakeError
 from lake_assets.definitions import build_definitions
 from lake_assets.dynamic_tables import refresh as dynamic
 from lake_assets.dynamic_tables.refreshes import REFRESHES
+from lake_assets.dynamic_tables.steps.commit import REFRESH_AFTER_COMMIT
 from lake_assets.session import LakeSession
+from lake_assets.tables.quarantine import QUARANTINED
+from tests.crashes import Crash, crash_at
 from tests.dynamic_tables.refresh_helpers import rows
 
 SUMMARY = (
@@ -104,3 +107,29 @@ def test_a_failing_refresh_commits_nothing_and_bad_declarations_change_nothing(
             )
         assert str(refused.value).startswith(message), str(refused.value)
         assert lake.catalog.find_relation("f") is None
+
+
+def test_a_refresh_crashed_around_its_commit_counts_and_quarantines_once(
+    lake: LakeSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lake.sql("CREATE TABLE t (k STRING, v INT); INSERT INTO t VALUES ('a', 1), ('b', -2), ('b', 1)")
+    lake.sql(SUMMARY)
+    lake.sql("INSERT INTO t VALUES ('c', -3)")
+    left_out = "SELECT k, total, commit_version FROM quarantined_rows('d') ORDER BY k"
+
+    # Its left-out rows written, then the crash: nobody sees them, nothing is counted.
+    crash_at(monkeypatch, QUARANTINED)
+    with pytest.raises(Crash):
+        dynamic.refresh(lake.spark, lake.catalog, "d")
+    monkeypatch.undo()
+    assert rows(lake, left_out) == [("b", -1, 1)]
+
+    # Committed, then the crash before the catalog heard of it: its rows and counts, once.
+    crash_at(monkeypatch, REFRESH_AFTER_COMMIT)
+    with pytest.raises(Crash):
+        dynamic.refresh(lake.spark, lake.catalog, "d")
+    monkeypatch.undo()
+    assert rows(lake, left_out) == [("b", -1, 2), ("c", -3, 2)]
+    assert dynamic.refresh(lake.spark, lake.catalog, "d").mode == "NO_DATA"
+    committed = [r for r in REFRESHES.newest_first(lake.catalog, "d") if r.dt_version == 2]
+    assert [r.expectations for r in committed] == [{"positive": [1, 2], "few": [0, 0]}]
