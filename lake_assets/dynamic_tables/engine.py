@@ -122,7 +122,7 @@ def create_dynamic_table(session: Context, stmt: CreateDynamicTable) -> Result:
         rows = full_result(spark, query, {read.name: read for read in reads}, names)
         check_conditions(what, rows, expectations)
     # The plan of the rows it holds: those its DROP ROW expectations let in (see expected).
-    plan = classify(runnable(kept(query, names, expectations), known))
+    plan = classify(kept(query, names, expectations), known)
     if stmt.refresh_mode is RefreshModeChoice.INCREMENTAL and plan.reason:
         raise LakeError(
             f"dynamic table {stmt.name} cannot refresh INCREMENTAL: {plan.reason}",

@@ -10,7 +10,7 @@ from typing import ClassVar
 from lake_assets.core.entries import RELATION, CatalogObject, StoredRelation
 from lake_assets.core.errors import LakeError
 from lake_assets.sql.lineage import columns_read
-from lake_assets.tables.expectations import Expectation
+from lake_assets.tables.expectations import Expectation, Quarantined
 
 
 class SchedulingState(StrEnum):
@@ -59,6 +59,7 @@ class DynamicTableEntry(StoredRelation):
     LABEL: ClassVar[str] = "dynamic table"
     SHOW: ClassVar[str] = "SHOW DYNAMIC TABLES"
     CREATE: ClassVar[str] = "CREATE DYNAMIC TABLE"
+    QUARANTINED: ClassVar[Quarantined] = Quarantined.NEWEST_WRITE
     REFERENCES: ClassVar[dict[str, str]] = {"sources": RELATION}
 
     query: str

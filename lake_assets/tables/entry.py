@@ -9,7 +9,7 @@ from typing import ClassVar
 from lake_assets.core.catalog import Catalog
 from lake_assets.core.entries import RELATION, CatalogObject, Column, StoredRelation
 from lake_assets.core.errors import LakeError
-from lake_assets.tables.expectations import Expectation
+from lake_assets.tables.expectations import Expectation, Quarantined
 
 # Table properties only the catalog keeps: what a load does with columns the table lacks.
 SCHEMA_EVOLUTION = "schema_evolution"
@@ -31,6 +31,7 @@ class TableEntry(StoredRelation):
     LABEL: ClassVar[str] = "table"
     SHOW: ClassVar[str] = "SHOW TABLES"
     CREATE: ClassVar[str] = "CREATE TABLE"
+    QUARANTINED: ClassVar[Quarantined] = Quarantined.EVERY_WRITE
 
     comment: str | None = None
     properties: dict[str, str] = field(default_factory=dict)

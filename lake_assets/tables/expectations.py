@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 import sqlglot
 from sqlglot import exp
@@ -27,6 +27,13 @@ class Violation(StrEnum):
     WARN = "WARN"  # written, and counted
     DROP_ROW = "DROP ROW"  # kept out of the table, in its quarantine
     FAIL = "FAIL"  # the whole write is refused
+
+
+class Quarantined(StrEnum):
+    """Which of its writes' dropped rows a relation's quarantine shows."""
+
+    EVERY_WRITE = "EVERY_WRITE"  # a table's: each row once, from the write that dropped it
+    NEWEST_WRITE = "NEWEST_WRITE"  # a dynamic table's: what its newest refresh leaves out
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,8 @@ class Expecting(Protocol):
 
     @property
     def expectations(self) -> tuple[Expectation, ...]: ...
+
+    QUARANTINED: ClassVar[Quarantined]
 
 
 def parse_expectation(cursor: TokenCursor) -> Expectation:

@@ -18,7 +18,7 @@ from lake_assets.core.commits import tags
 from lake_assets.core.delta import delta_ref, is_table, quote_name, sql_string
 from lake_assets.core.names import hidden
 from lake_assets.tables.entry import TableEntry
-from lake_assets.tables.expectations import Expecting
+from lake_assets.tables.expectations import Expecting, Quarantined
 from lake_assets.tables.grammar import QuarantinedRowsSource
 
 if TYPE_CHECKING:
@@ -38,9 +38,9 @@ def quarantine_location(table: Expecting) -> str:
 
 def quarantine(table: Expecting, rows: DataFrame, expectation: SparkColumn, tag: str) -> None:
     """Keep `rows` (the table's columns) aside for the write tagged `tag`, each with the name of
-    the first expectation it failed; a dynamic table's rows of older writes go (see module)."""
+    the first expectation it failed; one that shows its newest write's only lets older ones go."""
     location = quarantine_location(table)
-    if not isinstance(table, TableEntry) and is_table(rows.sparkSession, location):
+    if table.QUARANTINED == Quarantined.NEWEST_WRITE and is_table(rows.sparkSession, location):
         newest = ", ".join(map(sql_string, _newest(tags(None, table.location)))) or "NULL"
         rows.sparkSession.sql(
             f"DELETE FROM {delta_ref(location)} WHERE {TAG} IS NULL OR {TAG} NOT IN ({newest})"
@@ -63,7 +63,7 @@ def read_quarantined_rows(session: Context, source: QuarantinedRowsSource) -> Da
     if not is_table(spark, location):
         return _empty(spark, table)
     committed = tags(spark, table.location)
-    if not isinstance(table, TableEntry):
+    if table.QUARANTINED == Quarantined.NEWEST_WRITE:
         committed = _newest(committed)
     versions = spark.createDataFrame(
         list(committed.items()), f"{TAG} STRING, commit_version BIGINT"
